@@ -1,0 +1,84 @@
+"""What every benchmark shares: run metadata, result files, statistics and report pieces.
+
+Results go to ``benchmarks/results/<feature>/<date>-<sha>.{json,md,png}``. A
+run's JSON holds everything its report needs (metadata, configuration, raw
+samples and ratios), so reports can be rendered again from the JSON alone.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+
+
+def git_sha() -> str:
+    """Short commit id of the checkout, with ``-dirty`` when it has uncommitted changes."""
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=PROJECT_DIR, capture_output=True, text=True).stdout.strip()
+
+    sha = git("rev-parse", "--short", "HEAD") or "nogit"
+    return sha + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def run_metadata(conf: dict) -> dict:
+    """Versions, machine and configuration of this run."""
+    import importlib.metadata as md
+
+    def version(dist):
+        try:
+            return md.version(dist)
+        except md.PackageNotFoundError:
+            return None
+
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()
+    return {
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "git_sha": git_sha(),
+        "python": sys.version.split()[0],
+        "pyspark": version("pyspark"),
+        "tensorflow": version("tensorflow"),
+        "java": java[0] if java else None,
+        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
+                    "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)},
+        "conf": conf,
+    }
+
+
+def result_path(feature: str, suffix: str, meta: dict, out_dir: Path | None = None) -> Path:
+    """``<out_dir or results/feature>/<date>-<sha>.<suffix>``."""
+    folder = out_dir or RESULTS_DIR / feature
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{meta['date'][:10]}-{meta['git_sha']}.{suffix}"
+
+
+def write_json(path: Path, payload: dict) -> Path:
+    """Write ``payload`` atomically: a reader never sees half a result."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=1, sort_keys=True))
+    os.replace(tmp, path)
+    return path
+
+
+def spread(samples) -> dict:
+    """Median, minimum, maximum and count of ``samples``."""
+    samples = list(samples)
+    return {"median": statistics.median(samples), "min": min(samples), "max": max(samples), "n": len(samples)}
+
+
+def markdown_table(headers, rows) -> str:
+    """A Markdown table; floats are shown with three significant digits."""
+    def cell(v):
+        return f"{v:.3g}" if isinstance(v, float) else str(v)
+
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)

@@ -1,0 +1,66 @@
+"""Packaging for sparkrm: Python packages plus the plugin jar compiled at install time.
+
+``build_py`` compiles the Java sources with ``javac`` against the jars of the
+pyspark in the build environment (declared in ``setup_requires``, which pip
+installs into its isolated build environment) and ships the jar as package
+data in ``spark_plugin/jars/``. Editable installs write it into the source
+tree. Without a JDK the install still succeeds with a warning and the jar is
+built on first use, where a missing JDK becomes an error naming the package to
+install. At run time a jar built for another pyspark version is rebuilt.
+"""
+
+import logging
+import sys
+from pathlib import Path
+
+from setuptools import find_packages, setup
+from setuptools.command.build_py import build_py
+
+HERE = Path(__file__).resolve().parent
+PYSPARK = "pyspark>=4.1.1,<4.2"
+
+
+class BuildPyWithJar(build_py):
+    """Build the Python packages, then compile the plugin jar next to them."""
+
+    def run(self):
+        super().run()
+        sys.path.insert(0, str(HERE))
+        from spark_plugin.errors import SparkrmError
+        from spark_plugin.jar import JAR_NAME, build_jar
+
+        root = HERE if self.editable_mode else Path(self.build_lib)
+        target = root / "spark_plugin" / "jars" / JAR_NAME
+        try:
+            print(f"sparkrm: compiled {build_jar(target)}")
+        except SparkrmError as e:
+            logging.warning("sparkrm: the plugin jar was not built now and will be built on first use. %s", e)
+
+
+def version() -> str:
+    namespace = {}
+    exec((HERE / "spark_plugin" / "_version.py").read_text(), namespace)
+    return namespace["__version__"]
+
+
+setup(
+    name="sparkrm",
+    version=version(),
+    description="Resource-management plugins for Apache Spark and TensorFlow: shuffle merging (Riffle), "
+                "online aggregation (Rotary-AQP), quality-driven scheduling (SLAQ), straggler "
+                "avoidance (Wrangler), packed Keras training (Repack) and a TPC-H harness.",
+    long_description=(HERE / "README.md").read_text(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=find_packages(include=["spark_plugin*", "shuffle_merge*", "tf_packing*"]),
+    package_data={
+        "spark_plugin": ["jars/*.jar", "jvm/src/**/*.java", "jvm/resources/**/*"],
+    },
+    include_package_data=False,
+    setup_requires=[PYSPARK],
+    install_requires=[PYSPARK, "py4j", "pyarrow>=14", "pandas>=2.2", "numpy", "tensorflow>=2.16",
+                      "scikit-learn>=1.4", "matplotlib", "tqdm"],
+    extras_require={"test": ["pytest>=8", "pytest-spark>=0.6", "hypothesis"]},
+    entry_points={"console_scripts": ["sparkrm=spark_plugin.__main__:main"]},
+    cmdclass={"build_py": BuildPyWithJar},
+)

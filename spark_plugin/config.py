@@ -1,0 +1,255 @@
+"""Declaring, parsing and validating sparkrm configuration keys.
+
+Every key lives once in :mod:`spark_plugin.keys` as a :class:`Key`. The same table
+drives three things, so they cannot drift apart:
+
+* validation here, before a session starts (the builder helper calls
+  :func:`validate`);
+* validation in the JVM at plugin start-up, for applications launched with
+  ``spark-submit`` only: the table travels inside the jar as JSON
+  (:meth:`KeyTable.to_json`) and the Java validator applies the same parsers and
+  prints the same messages;
+* the configuration table in README.md and ``conf/spark-defaults.conf``.
+
+Values are Spark configuration strings. Sizes and durations follow Spark's own
+syntax (``JavaUtils.byteStringAsBytes`` and ``timeStringAsMs``): a plain number
+of bytes or milliseconds, or a number with a unit suffix such as ``64k``,
+``2m``, ``500ms`` or ``5s``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from dataclasses import dataclass
+from typing import Mapping
+
+from .errors import ConfigError
+
+#: Configuration prefixes owned by this package. An unknown key under one of
+#: them is an error (most likely a typo), never silently ignored.
+NAMESPACES = (
+    "spark.sparkrm.",
+    "spark.riffle.",
+    "spark.rotary.",
+    "spark.slaq.",
+    "spark.wrangler.",
+)
+
+KINDS = ("bool", "int", "double", "size", "duration", "string", "enum")
+
+_INT = re.compile(r"[+-]?\d+")
+_DOUBLE = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+_SIZE = re.compile(r"(\d+)([a-z]+)?")
+_DURATION = re.compile(r"(-?\d+)([a-z]+)?")
+_SIZE_UNITS = {
+    None: 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
+    "g": 1 << 30, "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "p": 1 << 50, "pb": 1 << 50,
+}
+_DURATION_MS = {
+    None: 1, "us": 0.001, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000,
+    "h": 3_600_000, "d": 86_400_000,
+}
+
+
+@dataclass(frozen=True)
+class Key:
+    """One configuration key: its type, default, accepted range and documentation.
+
+    Parameters
+    ----------
+    name : str
+        Full key, e.g. ``spark.sparkrm.telemetry.dir``.
+    kind : {"bool", "int", "double", "size", "duration", "string", "enum"}
+        How the value string is parsed. Sizes parse to bytes, durations to
+        milliseconds.
+    default : str or None
+        Default as a configuration string; ``None`` means "unset".
+    doc : str
+        One or two sentences for the configuration table.
+    low, high : float or None, default=None
+        Inclusive bounds of the parsed value unless ``low_open``/``high_open``.
+    options : tuple of str, default=()
+        Accepted values of an ``enum`` key (compared case-insensitively).
+    example : str or None, default=None
+        A valid value shown in error messages when the key has no default.
+    since : str, default="0.1.0"
+        Package version that introduced the key.
+    """
+
+    name: str
+    kind: str
+    default: str | None
+    doc: str
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    options: tuple[str, ...] = ()
+    example: str | None = None
+    since: str = "0.1.0"
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"Key {self.name}: kind must be one of {KINDS}, got {self.kind!r}")
+        if not self.name.startswith(NAMESPACES):
+            raise ValueError(f"Key {self.name} is outside the namespaces {NAMESPACES}")
+        if self.default is not None:
+            self.parse(self.default)  # a table entry with a bad default is a bug
+
+    def expected(self) -> str:
+        """Describe the accepted values, e.g. ``"a size > 0"``."""
+        noun = {
+            "bool": "true or false", "int": "an integer", "double": "a number",
+            "size": "a size", "duration": "a duration", "string": "a non-empty string",
+            "enum": "one of " + ", ".join(repr(o) for o in self.options),
+        }[self.kind]
+        fmt = _format_size if self.kind == "size" else (
+            _format_duration if self.kind == "duration" else _format_number)
+        if self.low is not None and self.high is not None:
+            lo, hi = "(" if self.low_open else "[", ")" if self.high_open else "]"
+            return f"{noun} in {lo}{fmt(self.low)}, {fmt(self.high)}{hi}"
+        if self.low is not None:
+            return f"{noun} {'>' if self.low_open else '>='} {fmt(self.low)}"
+        if self.high is not None:
+            return f"{noun} {'<' if self.high_open else '<='} {fmt(self.high)}"
+        return noun
+
+    def fix(self) -> str:
+        """Tell the user how to repair a bad value of this key."""
+        if self.default is not None:
+            return f"Set e.g. {self.example or self.default} or remove it for the default ({self.default})."
+        return f"Set e.g. {self.example}." if self.example else "Set a valid value."
+
+    def error(self, raw: str) -> str:
+        """The message reported for an unacceptable value ``raw``."""
+        return f"{self.name} must be {self.expected()}. Got '{raw}'. {self.fix()}"
+
+    def parse(self, raw: str):
+        """Parse and range-check a configuration string.
+
+        Returns
+        -------
+        bool, int, float or str
+            Sizes in bytes, durations in milliseconds, enums lower-cased.
+
+        Raises
+        ------
+        ConfigError
+            If the value does not parse or is out of range.
+        """
+        value = _parse_kind(self, str(raw).strip())
+        if value is None or not self._in_range(value):
+            raise ConfigError(self.error(raw))
+        return value
+
+    def _in_range(self, value) -> bool:
+        if self.low is not None and (value < self.low or (self.low_open and value == self.low)):
+            return False
+        if self.high is not None and (value > self.high or (self.high_open and value == self.high)):
+            return False
+        return True
+
+
+def _parse_kind(key: Key, text: str):
+    """Return the parsed value, or ``None`` when ``text`` does not parse."""
+    kind, lower = key.kind, text.lower()
+    if kind == "bool":
+        return {"true": True, "false": False}.get(lower)
+    if kind == "int":
+        return int(text) if _INT.fullmatch(text) else None
+    if kind == "double":
+        return float(text) if _DOUBLE.fullmatch(text) else None
+    if kind == "size":
+        m = _SIZE.fullmatch(lower)
+        return int(m.group(1)) * _SIZE_UNITS[m.group(2)] if m and m.group(2) in _SIZE_UNITS else None
+    if kind == "duration":
+        m = _DURATION.fullmatch(lower)
+        if not m or m.group(2) not in _DURATION_MS:
+            return None
+        return int(int(m.group(1)) * _DURATION_MS[m.group(2)])
+    if kind == "enum":
+        return lower if lower in key.options else None
+    return text or None
+
+
+def _format_number(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def _format_size(n: float) -> str:
+    for unit, factor in (("g", 1 << 30), ("m", 1 << 20), ("k", 1 << 10)):
+        if n >= factor and n % factor == 0:
+            return f"{int(n // factor)}{unit}"
+    return _format_number(n)
+
+
+def _format_duration(ms: float) -> str:
+    for unit, factor in (("h", 3_600_000), ("min", 60_000), ("s", 1000)):
+        if ms >= factor and ms % factor == 0:
+            return f"{int(ms // factor)}{unit}"
+    return f"{_format_number(ms)}ms"
+
+
+class KeyTable:
+    """The declared keys, indexed by name, with whole-configuration validation."""
+
+    def __init__(self, keys):
+        self.keys = {k.name: k for k in keys}
+        if len(self.keys) != len(keys):
+            raise ValueError("duplicate configuration key in the table")
+
+    def __getitem__(self, name: str) -> Key:
+        return self.keys[name]
+
+    def __iter__(self):
+        return iter(sorted(self.keys.values(), key=lambda k: k.name))
+
+    def unknown_key_error(self, name: str) -> str:
+        """The message for a key in our namespaces that the table does not declare."""
+        close = difflib.get_close_matches(name, list(self.keys), n=1, cutoff=0.6)
+        hint = f" Did you mean {close[0]}?" if close else ""
+        return (f"{name} is not a sparkrm configuration key.{hint} "
+                f"Remove it, or see the configuration table in README.md.")
+
+    def validate(self, conf: Mapping[str, str]) -> dict:
+        """Validate every key of ``conf`` in our namespaces.
+
+        Parameters
+        ----------
+        conf : mapping of str to str
+            Spark configuration; keys outside :data:`NAMESPACES` are ignored.
+
+        Returns
+        -------
+        dict
+            Every declared key mapped to its parsed value (defaults filled in;
+            keys without a default and without a value map to ``None``).
+
+        Raises
+        ------
+        ConfigError
+            Listing every unknown key and bad value, one per line.
+        """
+        problems, values = [], {}
+        for name in sorted(conf):
+            if name.startswith(NAMESPACES) and name not in self.keys:
+                problems.append(self.unknown_key_error(name))
+        for key in self:
+            raw = conf.get(key.name, key.default)
+            try:
+                values[key.name] = None if raw is None else key.parse(raw)
+            except ConfigError as e:
+                problems.append(str(e))
+        if problems:
+            raise ConfigError("\n".join(problems))
+        return values
+
+    def to_json(self) -> str:
+        """Serialise the table for the JVM validator (see ``SparkrmConf.java``)."""
+        return json.dumps([{
+            "name": k.name, "kind": k.kind, "default": k.default,
+            "low": k.low, "high": k.high, "lowOpen": k.low_open, "highOpen": k.high_open,
+            "options": list(k.options), "expected": k.expected(), "fix": k.fix(),
+        } for k in self], indent=1)

@@ -1,0 +1,56 @@
+"""Named feature sets: what ``features=[...]`` and ``--features`` switch on.
+
+A feature is a bundle of configuration entries. The plugin itself is always
+loaded; with no feature selected it records nothing and changes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Feature:
+    """A user-facing switch and the Spark configuration it implies."""
+
+    name: str
+    doc: str
+    conf: dict = field(default_factory=dict)
+
+
+FEATURES = {f.name: f for f in (
+    Feature("telemetry", "Task/stage/job/executor metrics recorded in the driver.",
+            {"spark.sparkrm.telemetry.enabled": "true"}),
+)}
+
+#: What :func:`spark_plugin.configure` enables when ``features`` is not given.
+DEFAULT_FEATURES = ("telemetry",)
+
+#: The value each feature's switches take when that feature is *not* selected.
+_OFF = {"spark.sparkrm.telemetry.enabled": "false"}
+
+
+def feature_conf(features) -> dict:
+    """Return the configuration entries for a collection of feature names.
+
+    Features not named are switched off explicitly, so that a selection means
+    exactly what it says whatever the key defaults are.
+
+    Raises
+    ------
+    ConfigError
+        If a name is not a known feature.
+    """
+    if isinstance(features, str):
+        features = [f for f in features.split(",") if f.strip()]
+    names = [f.strip().lower() for f in features]
+    unknown = [n for n in names if n not in FEATURES]
+    if unknown:
+        raise ConfigError(f"Unknown feature {unknown[0]!r}. Known features: "
+                          f"{', '.join(sorted(FEATURES))}. Use e.g. features=['telemetry'].")
+    conf = dict(_OFF)
+    for name in names:
+        conf.update(FEATURES[name].conf)
+    return conf

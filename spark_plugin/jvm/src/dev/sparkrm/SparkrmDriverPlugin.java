@@ -1,0 +1,61 @@
+package dev.sparkrm;
+
+import dev.sparkrm.compat.SparkCompat;
+import dev.sparkrm.conf.SparkrmConf;
+import dev.sparkrm.rpc.MessageRouter;
+import dev.sparkrm.telemetry.TelemetryDriver;
+import java.util.HashMap;
+import java.util.Map;
+import org.apache.spark.SparkContext;
+import org.apache.spark.api.plugin.DriverPlugin;
+import org.apache.spark.api.plugin.PluginContext;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Driver side of {@link SparkrmPlugin}.
+ *
+ * <p>{@link #init} runs inside the SparkContext constructor before the task scheduler exists, so it
+ * only validates and wires; anything that needs the application id binds in {@link #registerMetrics},
+ * which Spark calls last. A bad configuration throws here and the application fails to start.
+ */
+public final class SparkrmDriverPlugin implements DriverPlugin {
+  private static final Logger LOG = LoggerFactory.getLogger(SparkrmDriverPlugin.class);
+  /** Key of the extra conf that tells executors to register (see {@link SparkrmExecutorPlugin}). */
+  static final String REGISTER_EXECUTORS = "sparkrm.registerExecutors";
+
+  private final MessageRouter router = new MessageRouter();
+  private TelemetryDriver telemetry;
+
+  @Override
+  public Map<String, String> init(SparkContext sc, PluginContext ctx) {
+    SparkCompat.checkRuntimeVersion();
+    SparkrmConf conf = SparkrmConf.validate(sc.conf());
+    LOG.info("sparkrm {} on Spark {}: configuration in effect {}",
+        SparkCompat.buildInfo().getProperty("package.version"), SparkCompat.runtimeSparkVersion(), conf.asMap());
+    Map<String, String> executorConf = new HashMap<>();
+    if (conf.getBoolean("spark.sparkrm.telemetry.enabled")) {
+      telemetry = TelemetryDriver.start(sc, conf, router);
+      executorConf.put(REGISTER_EXECUTORS, "true");
+    }
+    return executorConf;
+  }
+
+  @Override
+  public void registerMetrics(String appId, PluginContext ctx) {
+    if (telemetry != null) telemetry.bind(appId);
+  }
+
+  @Override
+  public Object receive(Object message) {
+    return router.dispatch(message);
+  }
+
+  @Override
+  public void shutdown() {
+    if (telemetry != null) {
+      telemetry.stop();
+      telemetry = null;
+    }
+  }
+}

@@ -1,0 +1,208 @@
+package dev.sparkrm.conf;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.regex.Pattern;
+import org.apache.spark.SparkConf;
+import org.apache.spark.network.util.JavaUtils;
+import scala.Tuple2;
+
+/**
+ * The validated sparkrm configuration of one application.
+ *
+ * <p>The keys, their kinds, bounds and messages come from {@code dev/sparkrm/keys.json}, which the
+ * jar build writes from the Python key table ({@code spark_plugin/keys.py}), so Python and the
+ * JVM accept exactly the same values and report them with the same words. Sizes and durations use
+ * Spark's own parsers.
+ */
+public final class SparkrmConf {
+  private static final String RESOURCE = "/dev/sparkrm/keys.json";
+  private static final Pattern INT = Pattern.compile("[+-]?\\d+");
+  private static final Pattern DOUBLE = Pattern.compile("[+-]?(\\d+(\\.\\d*)?|\\.\\d+)([eE][+-]?\\d+)?");
+
+  private final Map<String, Object> values;
+
+  private SparkrmConf(Map<String, Object> values) {
+    this.values = values;
+  }
+
+  /**
+   * Validates every key of {@code conf} in our namespaces.
+   *
+   * @throws SparkrmConfigException listing each unknown key and each bad value, one per line
+   */
+  public static SparkrmConf validate(SparkConf conf) {
+    Map<String, String> given = new TreeMap<>();
+    for (Tuple2<String, String> kv : conf.getAll()) given.put(kv._1(), kv._2());
+    return validate(given);
+  }
+
+  /** Same as {@link #validate(SparkConf)} for a plain map (used by the tests through py4j). */
+  public static SparkrmConf validate(Map<String, String> given) {
+    KeyTable table = KeyTable.load();
+    List<String> problems = new ArrayList<>();
+    for (String name : new TreeMap<>(given).keySet()) {
+      if (table.inNamespace(name) && !table.keys.containsKey(name)) {
+        problems.add(table.unknownKeyError(name));
+      }
+    }
+    Map<String, Object> values = new HashMap<>();
+    for (JsonNode key : table.keys.values()) {
+      String name = key.get("name").asText();
+      String raw = given.containsKey(name) ? given.get(name) : textOrNull(key.get("default"));
+      if (raw == null) continue;
+      Object value = parse(key, raw.trim());
+      if (value == null || !inRange(key, value)) {
+        problems.add(name + " must be " + key.get("expected").asText() + ". Got '" + raw + "'. "
+            + key.get("fix").asText());
+      } else {
+        values.put(name, value);
+      }
+    }
+    if (!problems.isEmpty()) throw new SparkrmConfigException(String.join("\n", problems));
+    return new SparkrmConf(values);
+  }
+
+  public boolean getBoolean(String key) {
+    return (Boolean) require(key);
+  }
+
+  /** An int, size (bytes) or duration (milliseconds) key. */
+  public long getLong(String key) {
+    return (Long) require(key);
+  }
+
+  public double getDouble(String key) {
+    return (Double) require(key);
+  }
+
+  /** A string or enum key, or {@code null} when unset and without default. */
+  public String getString(String key) {
+    return (String) values.get(key);
+  }
+
+  /** Parsed values of every key that is set or has a default, for logging. */
+  public Map<String, Object> asMap() {
+    return new TreeMap<>(values);
+  }
+
+  private Object require(String key) {
+    Object v = values.get(key);
+    if (v == null) throw new IllegalStateException("No value and no default for " + key);
+    return v;
+  }
+
+  private static Object parse(JsonNode key, String text) {
+    String lower = text.toLowerCase(Locale.ROOT);
+    try {
+      switch (key.get("kind").asText()) {
+        case "bool":
+          return lower.equals("true") ? Boolean.TRUE : lower.equals("false") ? Boolean.FALSE : null;
+        case "int":
+          return INT.matcher(text).matches() ? Long.valueOf(Long.parseLong(text)) : null;
+        case "double":
+          return DOUBLE.matcher(text).matches() ? Double.valueOf(Double.parseDouble(text)) : null;
+        case "size":
+          return JavaUtils.byteStringAsBytes(text);
+        case "duration":
+          return JavaUtils.timeStringAsMs(text);
+        case "enum":
+          for (JsonNode option : key.get("options")) {
+            if (option.asText().equals(lower)) return lower;
+          }
+          return null;
+        default:
+          return text.isEmpty() ? null : text;
+      }
+    } catch (NumberFormatException e) {
+      return null;
+    }
+  }
+
+  private static boolean inRange(JsonNode key, Object value) {
+    if (!(value instanceof Number)) return true;
+    double v = ((Number) value).doubleValue();
+    JsonNode low = key.get("low");
+    JsonNode high = key.get("high");
+    if (!low.isNull() && (v < low.asDouble() || (key.get("lowOpen").asBoolean() && v == low.asDouble()))) {
+      return false;
+    }
+    return high.isNull() || !(v > high.asDouble() || (key.get("highOpen").asBoolean() && v == high.asDouble()));
+  }
+
+  private static String textOrNull(JsonNode node) {
+    return node == null || node.isNull() ? null : node.asText();
+  }
+
+  /** The key table resource, parsed once per JVM. */
+  private static final class KeyTable {
+    private static KeyTable instance;
+    final Map<String, JsonNode> keys = new TreeMap<>();
+    final List<String> namespaces = new ArrayList<>();
+
+    static synchronized KeyTable load() {
+      if (instance == null) instance = new KeyTable();
+      return instance;
+    }
+
+    private KeyTable() {
+      try (InputStream in = SparkrmConf.class.getResourceAsStream(RESOURCE)) {
+        if (in == null) throw new IllegalStateException("The sparkrm jar lacks " + RESOURCE + "; rebuild it");
+        JsonNode root = new ObjectMapper().readTree(in);
+        for (JsonNode ns : root.get("namespaces")) namespaces.add(ns.asText());
+        for (JsonNode key : root.get("keys")) keys.put(key.get("name").asText(), key);
+      } catch (IOException e) {
+        throw new UncheckedIOException("Cannot read " + RESOURCE + " from the sparkrm jar", e);
+      }
+    }
+
+    boolean inNamespace(String name) {
+      for (String ns : namespaces) {
+        if (name.startsWith(ns)) return true;
+      }
+      return false;
+    }
+
+    String unknownKeyError(String name) {
+      String best = null;
+      int bestDistance = Integer.MAX_VALUE;
+      for (String candidate : keys.keySet()) {
+        int d = editDistance(name, candidate);
+        if (d < bestDistance) {
+          best = candidate;
+          bestDistance = d;
+        }
+      }
+      boolean close = best != null && bestDistance <= Math.max(2, best.length() / 5);
+      String hint = close ? " Did you mean " + best + "?" : "";
+      return name + " is not a sparkrm configuration key." + hint
+          + " Remove it, or see the configuration table in README.md.";
+    }
+
+    private static int editDistance(String a, String b) {
+      int[] prev = new int[b.length() + 1];
+      int[] cur = new int[b.length() + 1];
+      for (int j = 0; j <= b.length(); j++) prev[j] = j;
+      for (int i = 1; i <= a.length(); i++) {
+        cur[0] = i;
+        for (int j = 1; j <= b.length(); j++) {
+          int sub = prev[j - 1] + (a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1);
+          cur[j] = Math.min(sub, Math.min(prev[j] + 1, cur[j - 1] + 1));
+        }
+        int[] t = prev;
+        prev = cur;
+        cur = t;
+      }
+      return prev[b.length()];
+    }
+  }
+}

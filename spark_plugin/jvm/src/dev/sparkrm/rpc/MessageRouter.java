@@ -1,0 +1,60 @@
+package dev.sparkrm.rpc;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
+
+/**
+ * Executor-to-driver messages of the plugin RPC, dispatched by their {@code type}.
+ *
+ * <p>Messages are JSON strings, so no class of ours has to be loadable by Spark's RPC threads.
+ * Spark's plugin endpoint handles one message at a time: handlers must answer at once and never
+ * block; a side that needs to wait polls.
+ */
+public final class MessageRouter {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private final Map<String, Function<JsonNode, Object>> handlers = new ConcurrentHashMap<>();
+
+  /** Registers the handler of one message type; its return value is the reply ({@code null} for send). */
+  public void on(String type, Function<JsonNode, Object> handler) {
+    handlers.put(type, handler);
+  }
+
+  /** Dispatches one received message. */
+  public Object dispatch(Object message) {
+    JsonNode node = parse(message);
+    String type = node.path("type").asText("");
+    Function<JsonNode, Object> handler = handlers.get(type);
+    if (handler == null) {
+      throw new IllegalArgumentException("sparkrm driver has no handler for message type '" + type + "'");
+    }
+    return handler.apply(node);
+  }
+
+  /** Encodes a message: {@code type} plus the given fields. */
+  public static String encode(String type, Map<String, Object> fields) {
+    try {
+      Map<String, Object> all = new java.util.LinkedHashMap<>();
+      all.put("type", type);
+      all.putAll(fields);
+      return JSON.writeValueAsString(all);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  private static JsonNode parse(Object message) {
+    if (!(message instanceof String)) {
+      throw new IllegalArgumentException("sparkrm messages are JSON strings, got " + message.getClass());
+    }
+    try {
+      return JSON.readTree((String) message);
+    } catch (IOException e) {
+      throw new IllegalArgumentException("Malformed sparkrm message: " + message, e);
+    }
+  }
+}

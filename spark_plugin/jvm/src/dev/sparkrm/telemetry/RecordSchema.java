@@ -1,0 +1,63 @@
+package dev.sparkrm.telemetry;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.function.Function;
+
+/**
+ * The fields of one telemetry record type, declared once.
+ *
+ * <p>The same declaration renders records (one JSON object per line) and describes them to Python
+ * ({@link #describe}), which builds its Arrow schema from that description. Field kinds are
+ * {@code int} (64-bit), {@code double}, {@code string}, {@code bool} and {@code int_list}.
+ *
+ * @param <T> the event view a record is rendered from
+ */
+public final class RecordSchema<T> {
+  private final String type;
+  private final List<String> names = new ArrayList<>();
+  private final List<String> kinds = new ArrayList<>();
+  private final List<Function<T, Object>> getters = new ArrayList<>();
+
+  public RecordSchema(String type) {
+    this.type = type;
+  }
+
+  public String type() {
+    return type;
+  }
+
+  /** Declares the next field. */
+  public RecordSchema<T> field(String name, String kind, Function<T, Object> getter) {
+    names.add(name);
+    kinds.add(kind);
+    getters.add(getter);
+    return this;
+  }
+
+  public List<String> names() {
+    return Collections.unmodifiableList(names);
+  }
+
+  /** Renders the fields of {@code view} as {@code "name":value} pairs, comma separated. */
+  String renderFields(T view) {
+    StringBuilder out = new StringBuilder(64 + 24 * names.size());
+    for (int i = 0; i < names.size(); i++) {
+      if (i > 0) out.append(',');
+      out.append('"').append(names.get(i)).append("\":");
+      Json.appendValue(out, getters.get(i).apply(view));
+    }
+    return out.toString();
+  }
+
+  /** Describes the schema as JSON: {@code [["name","kind"], ...]}. */
+  String describe() {
+    StringBuilder out = new StringBuilder("[");
+    for (int i = 0; i < names.size(); i++) {
+      if (i > 0) out.append(',');
+      out.append("[\"").append(names.get(i)).append("\",\"").append(kinds.get(i)).append("\"]");
+    }
+    return out.append(']').toString();
+  }
+}

@@ -1,0 +1,117 @@
+package dev.sparkrm.telemetry;
+
+import java.util.ArrayDeque;
+import java.util.Iterator;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * The driver's bounded in-memory log of telemetry records, read from Python in batches.
+ *
+ * <p>Each record is one JSON line with a sequence number ({@code seq}, from 1) and a {@code type}.
+ * Python remembers the last {@code seq} it read and asks for the next batch with {@link #fetch};
+ * nothing calls back into Python per event. When more than {@code capacity} records accumulate
+ * the oldest are dropped from memory, never from the file sink; {@link #firstSeq} lets a reader
+ * tell how many it missed. All methods are thread-safe.
+ */
+public final class TelemetryStore {
+  private static volatile TelemetryStore active;
+
+  private final int capacity;
+  private final ArrayDeque<String> lines = new ArrayDeque<>();
+  private long nextSeq = 1;
+  private TelemetryFileSink sink;
+  private volatile ListenerBusDrain drain = timeoutMs -> { };
+
+  /** Waits until the listener bus has delivered every posted event. */
+  @FunctionalInterface
+  public interface ListenerBusDrain {
+    void await(long timeoutMs) throws TimeoutException;
+  }
+
+  public TelemetryStore(int capacity) {
+    this.capacity = capacity;
+  }
+
+  /** The store of the running application, or {@code null} when telemetry is off. */
+  public static TelemetryStore active() {
+    return active;
+  }
+
+  public static void activate(TelemetryStore store) {
+    active = store;
+  }
+
+  /** Clears the active store if it is {@code store} (a newer application may have replaced it). */
+  public static void deactivate(TelemetryStore store) {
+    if (active == store) active = null;
+  }
+
+  void setDrain(ListenerBusDrain drain) {
+    this.drain = drain;
+  }
+
+  /** Appends one record rendered from {@code view}. */
+  public <T> void record(RecordSchema<T> schema, T view) {
+    String body = schema.renderFields(view);
+    synchronized (this) {
+      long seq = nextSeq++;
+      String line = "{\"seq\":" + seq + ",\"type\":\"" + schema.type() + "\"," + body + "}";
+      lines.addLast(line);
+      if (lines.size() > capacity) lines.removeFirst();
+      if (sink != null) sink.write(line);
+    }
+  }
+
+  /** Up to {@code max} records with {@code seq > afterSeq}, as newline-separated JSON. */
+  public synchronized String fetch(long afterSeq, int max) {
+    StringBuilder out = new StringBuilder();
+    long seq = firstSeq();
+    long skip = Math.max(0, afterSeq - seq + 1);
+    Iterator<String> it = lines.iterator();
+    for (long i = 0; i < skip && it.hasNext(); i++) it.next();
+    for (int n = 0; n < max && it.hasNext(); n++) {
+      out.append(it.next()).append('\n');
+    }
+    return out.toString();
+  }
+
+  /** Sequence number of the oldest record still in memory (the next one if empty). */
+  public synchronized long firstSeq() {
+    return nextSeq - lines.size();
+  }
+
+  /** Sequence number of the newest record, 0 when there is none. */
+  public synchronized long lastSeq() {
+    return nextSeq - 1;
+  }
+
+  /** JSON object mapping each record type to its field list, see {@link RecordSchema}. */
+  public String schemas() {
+    return Records.describeAll();
+  }
+
+  /** Blocks until every listener event posted so far has been recorded. */
+  public void awaitEvents(long timeoutMs) throws TimeoutException {
+    drain.await(timeoutMs);
+  }
+
+  /** Starts writing to {@code sink}: first the schema line and every record still held, then each new one. */
+  synchronized void attach(TelemetryFileSink sink) {
+    sink.write("{\"seq\":0,\"type\":\"schema\",\"schemas\":" + schemas() + "}");
+    for (String line : lines) sink.write(line);
+    sink.flush();
+    this.sink = sink;
+  }
+
+  synchronized void flush() {
+    if (sink != null) sink.flush();
+  }
+
+  /** Flushes and closes the sink; later records stay in memory only. Safe to call twice. */
+  synchronized void close() {
+    if (sink != null) {
+      sink.close();
+      sink = null;
+    }
+  }
+}

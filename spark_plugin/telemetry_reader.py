@@ -1,0 +1,202 @@
+"""Reading sparkrm telemetry as Arrow tables: live from the driver, or from its file.
+
+The JVM listener keeps records as JSON lines, each with a sequence number
+(``seq``) and a ``type``: ``task``, ``stage``, ``job`` or ``executor``. Python
+reads them in batches over py4j (one call per batch, never one per event) and
+turns each type into a ``pyarrow.Table`` whose schema the JVM declares, so
+empty results still have every column.
+
+Examples
+--------
+>>> import spark_plugin
+>>> spark = spark_plugin.session("local[2]")            # doctest: +SKIP
+>>> tm = spark_plugin.telemetry(spark)                   # doctest: +SKIP
+>>> mark = tm.mark()                                     # doctest: +SKIP
+>>> spark.range(10**6).groupBy((spark.range(1).id % 7)).count().collect()  # doctest: +SKIP
+>>> tm.tasks(since=mark).to_pandas()                     # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import re
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pajson
+from py4j.protocol import Py4JError
+
+from .errors import SparkrmError
+
+log = logging.getLogger(__name__)
+
+RECORD_TYPES = ("task", "stage", "job", "executor")
+_ARROW_TYPES = {"int": pa.int64(), "double": pa.float64(), "string": pa.string(),
+                "bool": pa.bool_(), "int_list": pa.list_(pa.int64())}
+_TYPE_FIELD = re.compile(rb'^\{"seq":\d+,"type":"([a-z_]+)"')
+_STORE_CLASS = "dev.sparkrm.telemetry.TelemetryStore"
+
+
+class TelemetryUnavailable(SparkrmError):
+    """The session has no active sparkrm telemetry."""
+
+
+def arrow_schemas(described: dict) -> dict[str, pa.Schema]:
+    """Arrow schemas from the JVM's description ``{type: [[name, kind], ...]}``."""
+    head = [("seq", pa.int64()), ("type", pa.string())]
+    return {rtype: pa.schema(head + [(n, _ARROW_TYPES[k]) for n, k in fields])
+            for rtype, fields in described.items()}
+
+
+def parse_lines(lines, schemas: dict[str, pa.Schema]) -> dict[str, pa.Table]:
+    """Group JSON lines by record type and parse each group with its schema."""
+    groups: dict[str, list[bytes]] = {t: [] for t in schemas}
+    for line in lines:
+        m = _TYPE_FIELD.match(line)
+        if m and m.group(1).decode() in groups:
+            groups[m.group(1).decode()].append(line)
+    return {t: _parse_group(rows, schemas[t]) for t, rows in groups.items()}
+
+
+def _parse_group(rows: list[bytes], schema: pa.Schema) -> pa.Table:
+    if not rows:
+        return schema.empty_table()
+    options = pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
+    return pajson.read_json(io.BytesIO(b"\n".join(rows)), parse_options=options)
+
+
+class Telemetry:
+    """Live telemetry of a running application, read in batches.
+
+    Parameters
+    ----------
+    spark : pyspark.sql.SparkSession
+        A session started with sparkrm's telemetry on (the default feature).
+    batch_size : int, default=50000
+        Records fetched per py4j call.
+
+    Raises
+    ------
+    TelemetryUnavailable
+        If the plugin is not loaded or telemetry is switched off.
+    """
+
+    def __init__(self, spark, *, batch_size: int = 50_000):
+        self.batch_size = batch_size
+        jvm = spark.sparkContext._jvm
+        try:
+            store = jvm.dev.sparkrm.telemetry.TelemetryStore.active()
+        except (Py4JError, TypeError) as e:  # the class is not on the driver's class path
+            raise TelemetryUnavailable(_UNAVAILABLE) from e
+        if store is None:
+            raise TelemetryUnavailable(_UNAVAILABLE)
+        self._store = store
+        self.schemas_ = arrow_schemas(json.loads(store.schemas()))
+
+    def sync(self, timeout: float = 30.0) -> None:
+        """Wait until every Spark event posted so far has been recorded."""
+        self._store.awaitEvents(int(timeout * 1000))
+
+    def mark(self) -> int:
+        """Return the sequence number of the latest record, after :meth:`sync`.
+
+        Pass it as ``since=`` to read only what happens afterwards.
+        """
+        self.sync()
+        return int(self._store.lastSeq())
+
+    def records(self, since: int = 0) -> dict[str, pa.Table]:
+        """Every record with ``seq > since``, as one table per record type."""
+        self.sync()
+        last = int(self._store.lastSeq())
+        first = int(self._store.firstSeq())
+        if since + 1 < first:
+            log.warning("%d telemetry records after seq %d were dropped from memory before they were "
+                        "read; raise spark.sparkrm.telemetry.bufferRecords, read more often, or set "
+                        "spark.sparkrm.telemetry.dir to keep them all on disk", first - since - 1, since)
+        lines, cursor = [], since
+        while cursor < last:
+            batch = self._store.fetch(cursor, self.batch_size)
+            if not batch:
+                break
+            chunk = batch.encode().splitlines()
+            lines += chunk
+            cursor = json.loads(chunk[-1])["seq"]
+        return parse_lines(lines, self.schemas_)
+
+    def tasks(self, since: int = 0) -> pa.Table:
+        """Finished task attempts after ``since``."""
+        return self.records(since)["task"]
+
+    def stages(self, since: int = 0) -> pa.Table:
+        """Completed stage attempts after ``since``, with the sums of their tasks."""
+        return self.records(since)["stage"]
+
+    def jobs(self, since: int = 0) -> pa.Table:
+        """Finished jobs after ``since``, with the sums of their tasks."""
+        return self.records(since)["job"]
+
+    def executors(self, since: int = 0) -> pa.Table:
+        """Executor events (added, registered, removed) after ``since``."""
+        return self.records(since)["executor"]
+
+    def summary(self, since: int = 0) -> dict:
+        """Totals over the tasks after ``since``; see :func:`summarize_tasks`."""
+        return summarize_tasks(self.tasks(since))
+
+
+def telemetry(spark, **kwargs) -> Telemetry:
+    """Return the :class:`Telemetry` reader of ``spark``'s application."""
+    return Telemetry(spark, **kwargs)
+
+
+def summarize_tasks(tasks: pa.Table) -> dict:
+    """Sum every numeric metric column of a task table, plus ``tasks`` (the row count).
+
+    Times and identifiers (``launchTime``, ``taskId``, ...) are not summed.
+    """
+    skip = {"seq", "type", "jobId", "stageId", "stageAttempt", "taskId", "partition", "attempt",
+            "launchTime", "finishTime", "peakExecutionMemoryBytes"}
+    out = {"tasks": tasks.num_rows}
+    for field in tasks.schema:
+        if pa.types.is_integer(field.type) and field.name not in skip:
+            out[field.name] = int(pc.sum(tasks[field.name]).as_py() or 0)
+    return out
+
+
+def read_telemetry(path) -> dict[str, pa.Table]:
+    """Read a telemetry file written under ``spark.sparkrm.telemetry.dir``.
+
+    Parameters
+    ----------
+    path : str or Path
+        A ``<appId>.telemetry.jsonl`` file (or its ``.inprogress`` form, for an
+        application still running or one that crashed).
+
+    Returns
+    -------
+    dict of str to pyarrow.Table
+        One table per record type.
+
+    Raises
+    ------
+    SparkrmError
+        If the file does not start with sparkrm's schema line.
+    """
+    path = Path(path)
+    with open(path, "rb") as f:
+        header = f.readline()
+        try:
+            described = json.loads(header)["schemas"]
+        except (ValueError, KeyError, TypeError) as e:
+            raise SparkrmError(f"{path} is not a sparkrm telemetry file: its first line is not the "
+                               f"schema record. Pass a file written under spark.sparkrm.telemetry.dir.") from e
+        return parse_lines(f.read().splitlines(), arrow_schemas(described))
+
+
+_UNAVAILABLE = ("This SparkSession has no active sparkrm telemetry. Start it with "
+                "spark_plugin.session(...) or spark_plugin.configure(builder), or pass the flags of "
+                "`python -m spark_plugin submit-args`, and keep spark.sparkrm.telemetry.enabled=true.")

@@ -1,0 +1,23 @@
+"""Small test utilities shared by several test modules."""
+
+from __future__ import annotations
+
+import time
+
+
+def eventually(condition, timeout: float = 30.0, interval: float = 0.2):
+    """Poll ``condition()`` until it returns a truthy value, and return that value.
+
+    Raises
+    ------
+    AssertionError
+        After ``timeout`` seconds, with the last value observed.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s; last value: {value!r}")
+        time.sleep(interval)

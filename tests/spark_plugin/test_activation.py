@@ -1,0 +1,64 @@
+"""Turning the plugin on: builder helper, spark-submit flags and feature selection (no JVM)."""
+
+import pytest
+from pyspark.sql import SparkSession
+
+import spark_plugin
+from spark_plugin.activation import configure, plugin_conf, submit_args
+from spark_plugin.errors import ConfigError
+
+
+def test_default_features_enable_telemetry():
+    conf = plugin_conf()
+    assert conf["spark.sparkrm.telemetry.enabled"] == "true"
+    assert conf["spark.plugins"] == spark_plugin.PLUGIN_CLASS
+    assert conf["spark.jars"] == str(spark_plugin.jar_path())
+
+
+def test_no_features_switches_everything_off():
+    assert plugin_conf(features=[])["spark.sparkrm.telemetry.enabled"] == "false"
+    assert plugin_conf(features="")["spark.sparkrm.telemetry.enabled"] == "false"
+
+
+def test_explicit_conf_wins_over_feature_defaults():
+    conf = plugin_conf(["telemetry"], {"spark.sparkrm.telemetry.bufferRecords": 5000})
+    assert conf["spark.sparkrm.telemetry.bufferRecords"] == "5000"
+
+
+def test_unknown_feature_lists_the_known_ones():
+    with pytest.raises(ConfigError, match=r"Unknown feature 'telemetri'\. Known features: telemetry"):
+        plugin_conf(["telemetri"])
+
+
+def test_bad_key_fails_before_any_jvm_starts():
+    with pytest.raises(ConfigError, match=r"spark.sparkrm.telemetry.enabled must be true or false\. Got 'on'"):
+        plugin_conf(conf={"spark.sparkrm.telemetry.enabled": "on"})
+
+
+def test_none_values_are_refused():
+    with pytest.raises(ConfigError, match="cannot be None"):
+        plugin_conf(conf={"spark.sparkrm.telemetry.dir": None})
+
+
+def test_configure_appends_to_existing_jars_and_plugins():
+    builder = SparkSession.Builder()
+    builder.config("spark.jars", "/opt/other.jar").config("spark.plugins", "com.example.Other")
+    assert configure(builder) is builder
+    assert builder._options["spark.jars"] == f"/opt/other.jar,{spark_plugin.jar_path()}"
+    assert builder._options["spark.plugins"] == f"com.example.Other,{spark_plugin.PLUGIN_CLASS}"
+    configure(builder)  # idempotent: nothing is added twice
+    assert builder._options["spark.plugins"].count(spark_plugin.PLUGIN_CLASS) == 1
+
+
+def test_configure_rejects_what_is_not_a_builder():
+    with pytest.raises(TypeError, match=r"takes a pyspark.sql.SparkSession.Builder, got dict"):
+        configure({"spark.master": "local"})
+
+
+def test_submit_args_put_the_jar_first_and_every_key_after_conf():
+    args = submit_args(["telemetry"], {"spark.sparkrm.telemetry.dir": "/tmp/t"})
+    assert args[:2] == ["--jars", str(spark_plugin.jar_path())]
+    pairs = dict(a.split("=", 1) for a in args[3::2])
+    assert set(args[2::2]) == {"--conf"}
+    assert pairs == {"spark.sparkrm.telemetry.enabled": "true", "spark.sparkrm.telemetry.dir": "/tmp/t",
+                     "spark.plugins": spark_plugin.PLUGIN_CLASS}

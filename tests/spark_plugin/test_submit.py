@@ -1,0 +1,87 @@
+"""A new user's path: spark-submit with only the printed flags, on a real local-cluster."""
+
+import shlex
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from spark_plugin.telemetry_reader import read_telemetry
+
+pytestmark = [pytest.mark.spark, pytest.mark.integration]
+
+SPARK_SUBMIT = Path(sys.executable).parent / "spark-submit"
+
+APP = textwrap.dedent('''
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.appName("submitted-app").getOrCreate()
+    sc = spark.sparkContext
+    sc.setJobGroup("submitted", "6 maps x 4 reducers")
+    counts = dict(sc.parallelize(range(60000), 6).map(lambda x: (x % 100, 1))
+                  .reduceByKey(lambda a, b: a + b, 4).collect())
+    assert counts == {k: 600 for k in range(100)}, counts
+    print("APP-OK", sc.applicationId)
+    spark.stop()
+''')
+
+
+def printed_flags(*cli_args) -> list[str]:
+    out = subprocess.run([sys.executable, "-m", "spark_plugin", "submit-args", *cli_args],
+                         capture_output=True, text=True, check=True)
+    return shlex.split(out.stdout)
+
+
+def spark_submit(tmp_path, master, flags, timeout=300):
+    app = tmp_path / "app.py"
+    app.write_text(APP)
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "PYSPARK_PYTHON": sys.executable,
+           "HOME": str(tmp_path)}
+    return subprocess.run([str(SPARK_SUBMIT), "--master", master, *flags, str(app)],
+                          capture_output=True, text=True, timeout=timeout, env=env, cwd=tmp_path)
+
+
+def test_spark_submit_with_only_the_printed_flags_records_every_task(tmp_path):
+    telemetry_dir = tmp_path / "telemetry"
+    flags = printed_flags("--features", "telemetry", "--conf", f"spark.sparkrm.telemetry.dir={telemetry_dir}")
+    run = spark_submit(tmp_path, "local-cluster[2,1,1024]", flags)
+    assert run.returncode == 0 and "APP-OK" in run.stdout, run.stderr[-3000:]
+    app_id = run.stdout.split("APP-OK")[1].split()[0]
+
+    path = telemetry_dir / f"{app_id}.telemetry.jsonl"
+    assert path.is_file() and not list(telemetry_dir.glob("*.inprogress"))
+    records = read_telemetry(path)
+    tasks = [t for t in records["task"].to_pylist() if t["jobGroup"] == "submitted"]
+    maps = [t for t in tasks if t["taskType"] == "ShuffleMapTask"]
+    reduces = [t for t in tasks if t["taskType"] == "ResultTask"]
+    assert sorted(t["partition"] for t in maps) == list(range(6))
+    assert sorted(t["partition"] for t in reduces) == list(range(4))
+    assert all(t["shuffleLocalBlocks"] + t["shuffleRemoteBlocks"] == 6 for t in reduces)
+    assert sum(t["shuffleRemoteBlocks"] for t in reduces) > 0
+    assert sum(t["shuffleWriteBytes"] for t in maps) == \
+        sum(t["shuffleLocalBytes"] + t["shuffleRemoteBytes"] for t in reduces)
+    registered = [e for e in records["executor"].to_pylist() if e["event"] == "registered"]
+    assert sorted(e["executorId"] for e in registered) == ["0", "1"]
+
+
+def test_bad_values_stop_the_application_with_the_key_and_fix(tmp_path):
+    flags = printed_flags("--features", "") + [
+        "--conf", "spark.sparkrm.telemetry.bufferRecords=10",
+        "--conf", "spark.sparkrm.telemetry.enabeld=true"]
+    run = spark_submit(tmp_path, "local[1]", flags, timeout=120)
+    assert run.returncode != 0 and "APP-OK" not in run.stdout
+    assert ("spark.sparkrm.telemetry.bufferRecords must be an integer in [1000, 100000000]. Got '10'. "
+            "Set e.g. 200000 or remove it for the default (200000).") in run.stderr
+    assert "spark.sparkrm.telemetry.enabeld is not a sparkrm configuration key. " \
+           "Did you mean spark.sparkrm.telemetry.enabled?" in run.stderr
+
+
+def test_an_unwritable_telemetry_dir_stops_the_application(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    flags = printed_flags() + ["--conf", f"spark.sparkrm.telemetry.dir={blocker}/sub"]
+    run = spark_submit(tmp_path, "local[1]", flags, timeout=120)
+    assert run.returncode != 0 and "APP-OK" not in run.stdout
+    assert "spark.sparkrm.telemetry.dir must be a writable local directory on the driver" in run.stderr
