@@ -18,6 +18,7 @@ Examples
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import logging
@@ -119,10 +120,9 @@ class Telemetry:
                         "spark.sparkrm.telemetry.dir to keep them all on disk", first - since - 1, since)
         lines, cursor = [], since
         while cursor < last:
-            batch = self._store.fetch(cursor, self.batch_size)
-            if not batch:
+            chunk = gzip.decompress(bytes(self._store.fetch(cursor, self.batch_size))).splitlines()
+            if not chunk:
                 break
-            chunk = batch.encode().splitlines()
             lines += chunk
             cursor = json.loads(chunk[-1])["seq"]
         return parse_lines(lines, self.schemas_)

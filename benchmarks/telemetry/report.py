@@ -26,7 +26,7 @@ def write_report(json_path: Path) -> Path:
         "",
         f"Job: {conf['tasks']} tasks ({conf['tasks'] - conf['reducers']} maps, {conf['reducers']} reducers) on "
         f"`{conf['master']}`, AQE off; {conf['rounds']} interleaved rounds × {conf['jobs']} timed jobs per "
-        "mode after one warm-up job per process.",
+        f"mode, each process after {conf['warmup']} untimed warm-up jobs.",
         "",
         markdown_table(["mode", "median s", "min s", "max s", "jobs", "median / vanilla"], rows),
         "",

@@ -10,8 +10,9 @@ DataFrame aggregation with AQE off so the task count is fixed) on a fresh
 
 Each mode runs in its own process (one SparkContext per process), and the
 modes take turns round by round (A B C, B C A, ...), so that drift of this
-shared machine hits all of them alike. Within a process one warm-up job is
-excluded, then ``--jobs`` jobs are timed. The ratio of medians to vanilla, and
+shared machine hits all of them alike. Within a process ``--warmup`` jobs
+(JIT compilation: the first jobs of a JVM run twice as long) are excluded,
+then ``--jobs`` jobs are timed. The ratio of medians to vanilla, and
 vanilla's own spread, say whether the difference is within noise.
 """
 
@@ -43,7 +44,7 @@ def job(spark, tasks: int):
             .groupBy((F.col("id") % 1000).alias("k")).count().collect())
 
 
-def worker(mode: str, jobs: int, tasks: int) -> dict:
+def worker(mode: str, warmup: int, jobs: int, tasks: int) -> dict:
     """Run in a child process: start the mode's session, warm up, time ``jobs`` jobs."""
     from pyspark.sql import SparkSession
 
@@ -61,7 +62,8 @@ def worker(mode: str, jobs: int, tasks: int) -> dict:
             features = ["telemetry"] if mode == "telemetry" else []
             extra = {"spark.sparkrm.telemetry.dir": tmp} if mode == "telemetry" else {}
             spark = spark_plugin.session(MASTER, features, conf={**conf, **extra})
-        job(spark, tasks)  # warm-up, excluded
+        for _ in range(warmup):
+            job(spark, tasks)
         times, recorded, read_s = [], [], []
         for _ in range(jobs):
             tm = spark_plugin.telemetry(spark) if mode == "telemetry" else None
@@ -81,15 +83,16 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.telemetry", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3, help="process launches per mode (default 3)")
-    parser.add_argument("--jobs", type=int, default=3, help="timed jobs per process (default 3)")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed jobs per process first (default 3)")
+    parser.add_argument("--jobs", type=int, default=4, help="timed jobs per process (default 4)")
     parser.add_argument("--tasks", type=int, default=2000, help="tasks per job (default 2000)")
     parser.add_argument("--out", type=str, default=None, help="output folder (default benchmarks/results/telemetry)")
     parser.add_argument("--worker", choices=MODES, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.rounds < 1 or args.jobs < 1 or args.tasks <= REDUCERS:
-        parser.error(f"--rounds and --jobs must be >= 1 and --tasks > {REDUCERS}")
+    if args.rounds < 1 or args.jobs < 1 or args.warmup < 0 or args.tasks <= REDUCERS:
+        parser.error(f"--rounds and --jobs must be >= 1, --warmup >= 0 and --tasks > {REDUCERS}")
     if args.worker:
-        print(json.dumps(worker(args.worker, args.jobs, args.tasks)))
+        print(json.dumps(worker(args.worker, args.warmup, args.jobs, args.tasks)))
         return 0
 
     samples = {m: [] for m in MODES}
@@ -98,8 +101,8 @@ def main(argv=None) -> int:
         order = MODES[r % len(MODES):] + MODES[:r % len(MODES)]
         this_round = {}
         for mode in order:
-            cmd = [sys.executable, "-m", "benchmarks.telemetry", "--worker", mode,
-                   "--jobs", str(args.jobs), "--tasks", str(args.tasks)]
+            cmd = [sys.executable, "-m", "benchmarks.telemetry", "--worker", mode, "--warmup",
+                   str(args.warmup), "--jobs", str(args.jobs), "--tasks", str(args.tasks)]
             out = subprocess.run(cmd, capture_output=True, text=True, check=True)
             result = json.loads(out.stdout.strip().splitlines()[-1])
             if mode == "telemetry" and any(n != args.tasks for n in result["task_records"]):
@@ -114,7 +117,8 @@ def main(argv=None) -> int:
     base = summary["vanilla"]["median"]
     ratios = {m: summary[m]["median"] / base for m in MODES}
     round_ratios = [spread_ratio(rd) for rd in rounds]
-    meta = run_metadata({"master": MASTER, "rounds": args.rounds, "jobs": args.jobs, "tasks": args.tasks,
+    meta = run_metadata({"master": MASTER, "rounds": args.rounds, "warmup": args.warmup, "jobs": args.jobs,
+                         "tasks": args.tasks,
                          "reducers": REDUCERS, "spark.sql.adaptive.enabled": "false"})
     payload = {"meta": meta, "samples": samples, "summary": summary, "ratio_to_vanilla": ratios,
                "round_ratios": round_ratios, "rounds": rounds,

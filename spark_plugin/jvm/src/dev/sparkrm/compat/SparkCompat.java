@@ -4,8 +4,8 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.util.Properties;
-import java.util.concurrent.TimeoutException;
 import org.apache.spark.SparkContext;
+import org.apache.spark.scheduler.SparkListenerEvent;
 import org.apache.spark.scheduler.SparkListenerInterface;
 
 /**
@@ -68,9 +68,9 @@ public final class SparkCompat {
     sc.listenerBus().addToQueue(listener, queue);
   }
 
-  /** Blocks until every event posted so far has been delivered ({@code LiveListenerBus.waitUntilEmpty}). */
-  public static void awaitListenerBus(SparkContext sc, long timeoutMs) throws TimeoutException {
-    sc.listenerBus().waitUntilEmpty(timeoutMs);
+  /** Posts {@code event} to every listener queue ({@code LiveListenerBus.post}, private[spark] in Scala). */
+  public static void postEvent(SparkContext sc, SparkListenerEvent event) {
+    sc.listenerBus().post(event);
   }
 
   private static String majorMinor(String version) {

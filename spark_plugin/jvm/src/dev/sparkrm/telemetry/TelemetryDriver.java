@@ -6,6 +6,7 @@ import dev.sparkrm.conf.SparkrmConfigException;
 import dev.sparkrm.rpc.MessageRouter;
 import dev.sparkrm.telemetry.Records.ExecutorView;
 import java.io.File;
+import java.util.concurrent.TimeoutException;
 import org.apache.spark.SparkContext;
 
 /** Starts, binds and stops telemetry in the driver: the store, its listener and its file sink. */
@@ -30,7 +31,7 @@ public final class TelemetryDriver {
   public static TelemetryDriver start(SparkContext sc, SparkrmConf conf, MessageRouter router) {
     File dir = checkedDir(conf.getString("spark.sparkrm.telemetry.dir"));
     TelemetryStore store = new TelemetryStore((int) conf.getLong("spark.sparkrm.telemetry.bufferRecords"));
-    store.setDrain(timeoutMs -> SparkCompat.awaitListenerBus(sc, timeoutMs));
+    store.setDrain(timeoutMs -> awaitListener(sc, timeoutMs));
     SparkCompat.addListener(sc, new TelemetryListener(store), QUEUE);
     router.on("register", msg -> {
       store.record(Records.EXECUTOR, new ExecutorView("registered", msg.path("executorId").asText(),
@@ -53,6 +54,21 @@ public final class TelemetryDriver {
   public void stop() {
     store.close();
     TelemetryStore.deactivate(store);
+  }
+
+  /** Waits until the telemetry listener has handled every event posted so far (see {@link DrainMarker}). */
+  private static void awaitListener(SparkContext sc, long timeoutMs) throws TimeoutException {
+    if (sc.isStopped()) return; // nothing more will be delivered
+    DrainMarker marker = new DrainMarker();
+    SparkCompat.postEvent(sc, marker);
+    try {
+      if (!marker.await(timeoutMs)) {
+        throw new TimeoutException("Telemetry listener did not catch up within " + timeoutMs + " ms");
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new TimeoutException("Interrupted while waiting for the telemetry listener");
+    }
   }
 
   private static File checkedDir(String path) {

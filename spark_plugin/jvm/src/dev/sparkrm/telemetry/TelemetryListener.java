@@ -11,6 +11,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.spark.scheduler.JobSucceeded$;
 import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerApplicationEnd;
+import org.apache.spark.scheduler.SparkListenerEvent;
 import org.apache.spark.scheduler.SparkListenerExecutorAdded;
 import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
 import org.apache.spark.scheduler.SparkListenerJobEnd;
@@ -126,6 +127,11 @@ public final class TelemetryListener extends SparkListener {
   @Override
   public void onApplicationEnd(SparkListenerApplicationEnd e) {
     guard(store::flush);
+  }
+
+  @Override
+  public void onOtherEvent(SparkListenerEvent e) {
+    if (e instanceof DrainMarker) ((DrainMarker) e).arrived();
   }
 
   private static long stageKey(int stageId, int attempt) {
