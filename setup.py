@@ -18,6 +18,8 @@ from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
 PYSPARK = "pyspark>=4.1.1,<4.2"
+#: The benchmark harnesses: TPC-H data generator, DuckDB oracle, report plots.
+BENCH = ["tpchgen-cli>=2", "duckdb>=1.1", "matplotlib>=3.7"]
 
 
 class BuildPyWithJar(build_py):
@@ -59,8 +61,8 @@ setup(
     include_package_data=False,
     setup_requires=[PYSPARK],
     install_requires=[PYSPARK, "py4j", "pyarrow>=14", "pandas>=2.2", "numpy", "tensorflow>=2.16",
-                      "scikit-learn>=1.4", "matplotlib", "tqdm"],
-    extras_require={"test": ["pytest>=8", "pytest-spark>=0.6", "hypothesis"]},
+                      "scikit-learn>=1.4", "tqdm"],
+    extras_require={"bench": BENCH, "test": BENCH + ["pytest>=8", "pytest-spark>=0.6", "hypothesis"]},
     entry_points={"console_scripts": ["sparkrm=spark_plugin.__main__:main"]},
     cmdclass={"build_py": BuildPyWithJar},
 )

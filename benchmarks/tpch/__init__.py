@@ -1,0 +1,1 @@
+"""TPC-H benchmark harness: ``python -m benchmarks.tpch`` (see ``cli.py``)."""

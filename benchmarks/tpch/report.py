@@ -1,0 +1,137 @@
+"""The harness's outputs: ``results.json``, ``report.md`` and ``report.png``.
+
+``results.json`` (``schema_version`` 1) holds:
+
+* ``meta``: date, git commit, Python/pyspark/Java versions, machine;
+* ``config``: scale factor, parts, queries, modes, master, repeat, the Spark
+  settings every mode shared (``session_conf``), the data set folder;
+* ``queries``: per query number, ``modes`` -> {``wall_s`` (timed runs, seconds),
+  ``min_s``, ``median_s``, ``harness_s`` (telemetry reads and bookkeeping per
+  run), ``metrics`` (``tasks``, ``shuffle_write_bytes``, ``shuffle_read_bytes``,
+  ``shuffle_local_blocks``, ``shuffle_remote_blocks``, ``shuffle_read_requests``,
+  ``shuffle_fetch_wait_ms``, ``spill_bytes``; null in mode ``bare``),
+  ``validated``, ``rows``}, the ``baseline`` mode and ``ratio_to_baseline``
+  (median over median);
+* ``summary``: per mode ``geomean_ratio`` (geometric mean over queries of the
+  ratio to the baseline), ``total_median_s`` and ``harness_overhead`` (harness
+  time over query time).
+
+The Markdown and PNG are rendered from the JSON alone.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from benchmarks.common import markdown_table, write_json
+
+SCHEMA_VERSION = 1
+
+
+def summarize(results: dict) -> dict:
+    """Per-mode totals and the geometric mean of per-query ratios to the baseline."""
+    modes = results["config"]["modes"]
+    queries = results["queries"].values()
+    summary = {}
+    for m in modes:
+        ratios = [q["ratio_to_baseline"][m] for q in queries]
+        wall = sum(sum(q["modes"][m]["wall_s"]) for q in queries)
+        harness = sum(sum(q["modes"][m]["harness_s"]) for q in queries)
+        summary[m] = {"geomean_ratio": math.exp(sum(math.log(r) for r in ratios) / len(ratios)),
+                      "total_median_s": sum(q["modes"][m]["median_s"] for q in queries),
+                      "harness_overhead": harness / wall if wall else 0.0}
+    return summary
+
+
+def write_outputs(out_dir: Path, results: dict, meta: dict) -> dict:
+    """Write the three files into ``out_dir``; return the paths."""
+    payload = {"schema_version": SCHEMA_VERSION, "meta": meta, **results, "summary": summarize(results)}
+    # Query numbers become JSON object keys (strings); render from the written form.
+    payload = json.loads(json.dumps(payload))
+    paths = {"json": write_json(out_dir / "results.json", payload),
+             "md": out_dir / "report.md", "png": out_dir / "report.png"}
+    paths["md"].write_text(render_markdown(payload))
+    render_png(payload, paths["png"])
+    return paths
+
+
+def render_markdown(data: dict) -> str:
+    meta, cfg, summary = data["meta"], data["config"], data["summary"]
+    modes = cfg["modes"]
+    base = next(iter(data["queries"].values()))["baseline"]
+    others = [m for m in modes if m != base]
+    head = [
+        f"# TPC-H SF {cfg['sf']:g}: {', '.join(modes)}",
+        "",
+        f"{meta['date']} · commit {meta['git_sha']} · pyspark {meta['pyspark']} · {meta['java']} · "
+        f"{meta['machine']['cpus']} CPUs, {meta['machine']['memory_gib']} GiB",
+        "",
+        f"Master `{cfg['master']}`; data: {cfg['parts']} Parquet files per table; "
+        f"{cfg['repeat']} timed run(s) per query and mode after one warm-up run "
+        f"({'validated against DuckDB' if cfg['validate'] else 'not validated'}). Modes interleaved query by "
+        "query. Spark settings: " + ", ".join(f"`{k}={v}`" for k, v in sorted(cfg["session_conf"].items())) + ".",
+        "",
+        "## Summary",
+        "",
+        markdown_table(["mode", "sum of medians s", f"geomean ratio to {base}", "harness overhead"],
+                       [[m, summary[m]["total_median_s"], summary[m]["geomean_ratio"],
+                         f"{100 * summary[m]['harness_overhead']:.2f}%"] for m in modes]),
+        "",
+        "## Per query",
+        "",
+        "Times are medians of the timed runs; reads are shuffle block reads (local + remote).",
+        "",
+    ]
+    headers = ["Q", "rows"] + [f"{m} s" for m in modes] + [f"{m}/{base}" for m in others] + \
+        [f"{m} reads" for m in modes] + [f"{m} shuffle MB" for m in modes] + [f"{m} spill MB" for m in modes]
+    rows = []
+    for q, entry in sorted(data["queries"].items(), key=lambda kv: int(kv[0])):
+        per = entry["modes"]
+        rows.append([f"Q{int(q)}", per[modes[0]]["rows"] if per[modes[0]]["rows"] is not None else "-"]
+                    + [per[m]["median_s"] for m in modes]
+                    + [entry["ratio_to_baseline"][m] for m in others]
+                    + [_metric(per[m], "shuffle_read_requests") for m in modes]
+                    + [_metric(per[m], "shuffle_write_bytes", 2**20) for m in modes]
+                    + [_metric(per[m], "spill_bytes", 2**20) for m in modes])
+    png = "![per-query chart](report.png)"
+    return "\n".join(head + [markdown_table(headers, rows), "", png, ""])
+
+
+def _metric(record: dict, name: str, unit: float = 1):
+    if not record["metrics"]:
+        return "-"
+    value = record["metrics"][name] / unit
+    return round(value, 1) if unit != 1 else int(value)
+
+
+def render_png(data: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    modes = data["config"]["modes"]
+    items = sorted(data["queries"].items(), key=lambda kv: int(kv[0]))
+    labels = [f"Q{int(q)}" for q, _ in items]
+    base = items[0][1]["baseline"]
+    others = [m for m in modes if m != base]
+    fig, ax = plt.subplots(figsize=(max(6, 0.45 * len(labels) + 2), 3.8))
+    if others:
+        width = 0.8 / len(others)
+        for i, m in enumerate(others):
+            xs = [x + (i - (len(others) - 1) / 2) * width for x in range(len(labels))]
+            ax.bar(xs, [e["ratio_to_baseline"][m] for _, e in items], width, label=m)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_ylabel(f"median time / {base}")
+        ax.legend()
+        ax.set_title(f"TPC-H SF {data['config']['sf']:g}: time relative to {base} (lower is faster)")
+    else:
+        ax.bar(range(len(labels)), [e["modes"][base]["median_s"] for _, e in items])
+        ax.set_ylabel("median time (s)")
+        ax.set_title(f"TPC-H SF {data['config']['sf']:g}: {base}")
+    ax.set_xticks(range(len(labels)), labels, rotation=60, fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,136 @@
+"""One mode's Spark application: runs the queries the runner sends it.
+
+The runner starts one worker process per mode (one SparkContext per process,
+each on its own embedded cluster) and sends it one JSON request per line on
+stdin; the worker answers on stdout with one line starting with ``TPCH ``
+(Spark may print other lines). Keeping every mode's session alive lets the
+runner interleave modes query by query, so that this machine's drift hits all
+modes alike.
+
+Request: ``{"query": 6, "sql": "...", "collect": true}`` or ``{"stop": true}``.
+Answer: ``{"query": 6, "wall_s": 1.2, "harness_s": 0.01, "metrics": {...},
+"columns": [...], "rows": [...]}``, or ``{"error": "..."}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+import time
+import traceback
+from decimal import Decimal
+
+from .data import table_paths
+from .modes import MODES
+
+PREFIX = "TPCH "
+
+
+def encode(value):
+    """JSON for the values a TPC-H result holds (decimals and dates keep their type)."""
+    if isinstance(value, Decimal):
+        return {"$dec": str(value)}
+    if isinstance(value, datetime.date):
+        return {"$date": value.isoformat()}
+    raise TypeError(f"Cannot encode {type(value).__name__} {value!r}")
+
+
+def decode(obj):
+    """Inverse of :func:`encode`, as a ``json.loads`` object hook."""
+    if "$dec" in obj:
+        return Decimal(obj["$dec"])
+    if "$date" in obj:
+        return datetime.date.fromisoformat(obj["$date"])
+    return obj
+
+
+def start_session(mode: str, master: str, conf: dict):
+    """The mode's SparkSession: plain Spark for ``bare``, else sparkrm with the mode's features."""
+    from pyspark.sql import SparkSession
+
+    import spark_plugin
+
+    features = MODES[mode]
+    if features is None:
+        builder = SparkSession.builder.master(master).appName(f"tpch-{mode}")
+        for key, value in conf.items():
+            builder.config(key, value)
+        return builder.getOrCreate()
+    return spark_plugin.session(master, features, app_name=f"tpch-{mode}", conf=conf)
+
+
+def query_metrics(tasks) -> dict:
+    """Per-query shuffle and spill figures from the query's task records."""
+    from spark_plugin import summarize_tasks
+
+    s = summarize_tasks(tasks)
+    blocks = s["shuffleLocalBlocks"] + s["shuffleRemoteBlocks"]
+    return {"tasks": s["tasks"], "shuffle_write_bytes": s["shuffleWriteBytes"],
+            "shuffle_local_blocks": s["shuffleLocalBlocks"], "shuffle_remote_blocks": s["shuffleRemoteBlocks"],
+            "shuffle_read_requests": blocks,
+            "shuffle_read_bytes": s["shuffleLocalBytes"] + s["shuffleRemoteBytes"],
+            "shuffle_fetch_wait_ms": s["shuffleFetchWaitMs"],
+            "spill_bytes": s["memorySpillBytes"] + s["diskSpillBytes"]}
+
+
+def serve(spark, mode: str, inp, out) -> None:
+    """Answer requests from ``inp`` until a stop request or end of input."""
+    import spark_plugin
+
+    tm = spark_plugin.telemetry(spark) if MODES[mode] is not None else None
+    for line in inp:
+        request = json.loads(line)
+        if request.get("stop"):
+            break
+        try:
+            answer = run_query(spark, tm, request)
+        except Exception as e:  # report any query failure to the runner, which stops the run
+            answer = {"query": request.get("query"), "error": f"{type(e).__name__}: {e}",
+                      "traceback": traceback.format_exc()}
+        out.write(PREFIX + json.dumps(answer, default=encode) + "\n")
+        out.flush()
+
+
+def run_query(spark, tm, request: dict) -> dict:
+    """Run one query, time it, and gather its telemetry."""
+    spark.sparkContext.setJobGroup(f"q{request['query']}", f"TPC-H Q{request['query']}")
+    t0 = time.perf_counter()
+    mark = tm.mark() if tm else 0
+    t1 = time.perf_counter()
+    df = spark.sql(request["sql"])
+    rows = df.collect()
+    t2 = time.perf_counter()
+    metrics = query_metrics(tm.tasks(since=mark)) if tm else None
+    t3 = time.perf_counter()
+    answer = {"query": request["query"], "wall_s": t2 - t1, "harness_s": (t1 - t0) + (t3 - t2),
+              "metrics": metrics}
+    if request.get("collect"):
+        answer["columns"] = df.columns
+        answer["rows"] = [tuple(r) for r in rows]
+    return answer
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--mode", required=True, choices=list(MODES))
+    parser.add_argument("--master", required=True)
+    parser.add_argument("--dataset", required=True)
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
+    args = parser.parse_args(argv)
+    conf = dict(item.split("=", 1) for item in args.conf)
+    spark = start_session(args.mode, args.master, conf)
+    for table, folder in table_paths(args.dataset).items():
+        spark.read.parquet(str(folder)).createOrReplaceTempView(table)
+    sys.stdout.write(PREFIX + json.dumps({"ready": True, "app_id": spark.sparkContext.applicationId}) + "\n")
+    sys.stdout.flush()
+    try:
+        serve(spark, args.mode, sys.stdin, sys.stdout)
+    finally:
+        spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

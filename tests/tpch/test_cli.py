@@ -1,0 +1,70 @@
+"""``python -m benchmarks.tpch``: bad input fails clearly, and a real run validates all 22 queries."""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks.tpch import cli
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--queries", "23"], "TPC-H has queries 1 to 22"),
+    (["--modes", "vanilla,turbo"], "Unknown mode 'turbo'"),
+    (["--sf", "0"], "--sf must be > 0, got 0"),
+    (["--sf", "-2"], "--sf must be > 0, got -2"),
+    (["--repeat", "0"], "--repeat must be >= 1"),
+    (["--conf", "executor.memory=1g"], "--conf takes spark.KEY=VALUE"),
+])
+def test_bad_arguments_exit_2_with_a_message(args, message, tmp_path, capsys):
+    assert cli.main(args + ["--out", str(tmp_path / "out")]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_unwritable_output_folder_is_refused(tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert cli.main(["--out", str(blocker / "out")]) == 2
+    assert "Cannot write to the output folder" in capsys.readouterr().err
+
+
+def test_a_failed_run_leaves_no_earlier_results_behind(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.json").write_text('{"stale": true}')
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "bin" / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert cli.main(["--sf", "0.01", "--data", str(tmp_path / "data"), "--out", str(out)]) == 2
+    assert "tpchgen-cli was not found" in capsys.readouterr().err
+    assert not (out / "results.json").exists()
+
+
+@pytest.mark.spark
+@pytest.mark.integration
+@pytest.mark.slow
+def test_all_22_queries_match_duckdb_in_both_modes_on_local_cluster(tmp_path):
+    out = tmp_path / "out"
+    run = subprocess.run([sys.executable, "-m", "benchmarks.tpch", "--sf", "0.01", "--modes", "bare,vanilla",
+                          "--data", str(tmp_path / "data"), "--out", str(out), "--no-progress"],
+                         capture_output=True, text=True, cwd=PROJECT, timeout=900)
+    assert run.returncode == 0, run.stderr[-4000:]
+    data = json.loads((out / "results.json").read_text())
+    assert data["schema_version"] == 1 and data["config"]["modes"] == ["bare", "vanilla"]
+    assert data["config"]["master"] == "local-cluster[2,1,2048]"
+    assert sorted(int(q) for q in data["queries"]) == list(range(1, 23))
+    for q, entry in data["queries"].items():
+        bare, vanilla = entry["modes"]["bare"], entry["modes"]["vanilla"]
+        assert bare["validated"] and vanilla["validated"] and bare["rows"] == vanilla["rows"]
+        assert bare["metrics"] is None and vanilla["metrics"]["tasks"] > 0
+        assert entry["baseline"] == "vanilla" and entry["ratio_to_baseline"]["vanilla"] == 1.0
+    q5 = data["queries"]["5"]["modes"]["vanilla"]["metrics"]  # a six-way join: shuffles for sure
+    assert q5["shuffle_write_bytes"] > 0 and q5["shuffle_read_bytes"] > 0 and q5["shuffle_read_requests"] > 0
+    assert set(data["summary"]) == {"bare", "vanilla"}
+    report = (out / "report.md").read_text()
+    assert len(re.findall(r"^\| Q\d+ \|", report, re.MULTILINE)) == 22 and "geomean ratio to vanilla" in report
+    assert (out / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

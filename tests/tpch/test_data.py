@@ -1,0 +1,42 @@
+"""TPC-H data generation with the real tpchgen-cli (SF 0.01 takes about a second)."""
+
+import json
+import sys
+
+import pytest
+
+from benchmarks.tpch.data import TABLES, DataError, ensure_dataset, find_tpchgen, is_complete
+
+
+def test_generated_data_is_complete_and_reused(tmp_path):
+    folder = ensure_dataset(tmp_path, 0.01, 3)
+    assert is_complete(folder)
+    manifest = json.loads((folder / "_SUCCESS.json").read_text())
+    assert manifest["sf"] == 0.01 and manifest["parts"] == 3
+    assert {rel.split("/")[0] for rel in manifest["files"]} == set(TABLES)
+    assert len(list((folder / "lineitem").glob("*.parquet"))) == 3
+    stamp = (folder / "_SUCCESS.json").stat().st_mtime_ns
+    assert ensure_dataset(tmp_path, 0.01, 3) == folder
+    assert (folder / "_SUCCESS.json").stat().st_mtime_ns == stamp
+
+
+def test_a_damaged_data_set_is_regenerated(tmp_path):
+    folder = ensure_dataset(tmp_path, 0.01, 2)
+    victim = next((folder / "orders").glob("*.parquet"))
+    victim.write_bytes(b"truncated")
+    assert not is_complete(folder)
+    ensure_dataset(tmp_path, 0.01, 2)
+    assert is_complete(folder) and victim.stat().st_size > 100
+
+
+@pytest.mark.parametrize("sf", [0, -1.0])
+def test_scale_factor_must_be_positive(tmp_path, sf):
+    with pytest.raises(DataError, match="scale factor must be > 0"):
+        ensure_dataset(tmp_path, sf, 1)
+
+
+def test_missing_tpchgen_names_the_package(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "bin" / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(DataError, match=r"tpchgen-cli was not found.*pip install tpchgen-cli"):
+        find_tpchgen()
