@@ -17,6 +17,8 @@ def write_report(json_path: Path) -> Path:
     rows = [[m, s["median"], s["min"], s["max"], s["n"], ratios[m]] for m, s in summary.items()]
     per_round = [[i + 1] + [r[m] for m in summary] for i, r in enumerate(data["round_ratios"])]
     reads = [s for r in data["rounds"] for s in r["telemetry"]["read_seconds"]]
+    cpu = [s for r in data["rounds"] for s in r["telemetry"].get("listener_cpu_seconds", [])]
+    vanilla_median = data["summary"]["vanilla"]["median"]
     conf = meta["conf"]
     md = "\n".join([
         "# Telemetry overhead",
@@ -37,6 +39,12 @@ def write_report(json_path: Path) -> Path:
         f"Vanilla's own spread (max/min): {data['vanilla_noise']:.3f}. Reading one job's "
         f"{conf['tasks']} task records into Arrow took {statistics.median(reads) * 1000:.0f} ms (median).",
         "",
+        *([f"CPU time of the telemetry listener's thread per job (the exact cost of recording, on the "
+           f"driver): median {statistics.median(cpu) * 1000:.0f} ms, "
+           f"{statistics.median(cpu) / conf['tasks'] * 1e6:.0f} µs per task, "
+           f"{100 * statistics.median(cpu) / vanilla_median:.2f}% of one core over vanilla's median job time."]
+          if cpu else []),
+        "",
         "![job times per mode](" + Path(json_path).with_suffix(".png").name + ")",
         "",
     ])
@@ -54,7 +62,7 @@ def _plot(data: dict, png: Path) -> None:
 
     modes = list(data["samples"])
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.boxplot([data["samples"][m] for m in modes], labels=modes)
+    ax.boxplot([data["samples"][m] for m in modes], tick_labels=modes)
     for i, m in enumerate(modes, start=1):
         ax.scatter([i] * len(data["samples"][m]), data["samples"][m], s=12, alpha=0.6)
     ax.set_ylabel("job wall time (s)")

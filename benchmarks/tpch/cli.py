@@ -105,7 +105,7 @@ def main(argv=None) -> int:
     try:
         cfg = config_from(args)
         prepare_out_dir(args.out)
-        results = run(cfg, args.out, _progress_bar(cfg) if args.progress else None)
+        results = run(cfg, _progress_bar(cfg) if args.progress else None)
     except (UsageError, QuerySelectionError, ModeError, DataError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

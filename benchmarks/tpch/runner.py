@@ -10,9 +10,11 @@ this shared machine affects all modes alike and the ratios stay honest.
 from __future__ import annotations
 
 import json
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -104,14 +106,15 @@ class ModeWorker:
                            f"End of its log {self.log_path}:\n{tail}")
 
 
-def run(cfg: RunConfig, work_dir: Path, progress=None) -> dict:
+def run(cfg: RunConfig, progress=None) -> dict:
     """Run the benchmark and return the results (see :mod:`.report` for the schema).
+
+    The workers' Spark logs go to a temporary folder, removed after a successful
+    run and named in the error of a failed one.
 
     Parameters
     ----------
     cfg : RunConfig
-    work_dir : Path
-        Where the workers' Spark logs go.
     progress : callable, optional
         Called as ``progress(query, mode, label)`` before each step.
 
@@ -126,15 +129,19 @@ def run(cfg: RunConfig, work_dir: Path, progress=None) -> dict:
     """
     dataset = ensure_dataset(cfg.data_root, cfg.sf, cfg.parts)
     oracle = DuckDBOracle(dataset) if cfg.validate else None
-    workers = {m: ModeWorker(m, cfg, dataset, work_dir / f"worker-{m}.log") for m in cfg.modes}
+    logs = Path(tempfile.mkdtemp(prefix="sparkrm-tpch-logs-"))
+    workers = {m: ModeWorker(m, cfg, dataset, logs / f"worker-{m}.log") for m in cfg.modes}
     results = {}
     try:
         app_ids = {m: w.wait_ready() for m, w in workers.items()}
         for q in cfg.queries:
             results[q] = _run_query(q, cfg, workers, oracle, progress)
+    except (ResultMismatch, WorkerFailed) as e:
+        raise type(e)(f"{e}\nSpark logs of the workers: {logs}") from e
     finally:
         for w in workers.values():
             w.stop()
+    shutil.rmtree(logs, ignore_errors=True)
     return {"config": {**asdict(cfg), "data_root": str(cfg.data_root), "dataset": str(dataset),
                        "master": cfg.master_url(), "session_conf": cfg.session_conf()},
             "app_ids": app_ids, "queries": results}
