@@ -57,6 +57,7 @@ setup(
     packages=find_packages(include=["spark_plugin*", "shuffle_merge*", "tf_packing*"]),
     package_data={
         "spark_plugin": ["jars/*.jar", "jvm/src/**/*.java", "jvm/resources/**/*"],
+        "shuffle_merge": ["jvm/src/**/*.java"],
     },
     include_package_data=False,
     setup_requires=[PYSPARK],

@@ -19,7 +19,6 @@ of bytes or milliseconds, or a number with a unit suffix such as ``64k``,
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from dataclasses import dataclass
@@ -174,6 +173,17 @@ def _parse_kind(key: Key, text: str):
     return text or None
 
 
+def _edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance (insertions, deletions, substitutions)."""
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            current.append(min(previous[j - 1] + (ca != cb), previous[j] + 1, current[j - 1] + 1))
+        previous = current
+    return previous[-1]
+
+
 def _format_number(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else str(x)
 
@@ -207,9 +217,15 @@ class KeyTable:
         return iter(sorted(self.keys.values(), key=lambda k: k.name))
 
     def unknown_key_error(self, name: str) -> str:
-        """The message for a key in our namespaces that the table does not declare."""
-        close = difflib.get_close_matches(name, list(self.keys), n=1, cutoff=0.6)
-        hint = f" Did you mean {close[0]}?" if close else ""
+        """The message for a key in our namespaces that the table does not declare.
+
+        It suggests the declared key nearest in edit distance when that is at most
+        max(2, len/5) edits away: the same rule as the JVM validator, so both
+        report the same words.
+        """
+        best = min(self.keys, key=lambda k: (_edit_distance(name, k), k))
+        close = _edit_distance(name, best) <= max(2, len(best) // 5)
+        hint = f" Did you mean {best}?" if close else ""
         return (f"{name} is not a sparkrm configuration key.{hint} "
                 f"Remove it, or see the configuration table in README.md.")
 

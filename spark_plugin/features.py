@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .errors import ConfigError
+from .keys import RIFFLE_SHUFFLE_MANAGER
 
 
 @dataclass(frozen=True)
@@ -23,13 +24,15 @@ class Feature:
 FEATURES = {f.name: f for f in (
     Feature("telemetry", "Task/stage/job/executor metrics recorded in the driver.",
             {"spark.sparkrm.telemetry.enabled": "true"}),
+    Feature("riffle", "Shuffle-file merging in the executors (Riffle).",
+            {"spark.riffle.enabled": "true", "spark.shuffle.manager": RIFFLE_SHUFFLE_MANAGER}),
 )}
 
 #: What :func:`spark_plugin.configure` enables when ``features`` is not given.
 DEFAULT_FEATURES = ("telemetry",)
 
 #: The value each feature's switches take when that feature is *not* selected.
-_OFF = {"spark.sparkrm.telemetry.enabled": "false"}
+_OFF = {"spark.sparkrm.telemetry.enabled": "false", "spark.riffle.enabled": "false"}
 
 
 def feature_conf(features) -> dict:

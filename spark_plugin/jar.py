@@ -42,7 +42,7 @@ _KEYS_RESOURCE = "dev/sparkrm/keys.json"
 _PROJECT_DIR = Path(__file__).resolve().parent.parent
 #: Java source trees compiled into the one jar: ``src`` holds .java files,
 #: ``resources`` files copied as they are.
-SOURCE_ROOTS = (_PROJECT_DIR / "spark_plugin" / "jvm",)
+SOURCE_ROOTS = (_PROJECT_DIR / "spark_plugin" / "jvm", _PROJECT_DIR / "shuffle_merge" / "jvm")
 PACKAGED_JAR = Path(__file__).resolve().parent / "jars" / JAR_NAME
 
 _JDK_HINT = ("Install a JDK 17 or newer (Debian/Ubuntu: `apt-get install openjdk-17-jdk-headless`; "

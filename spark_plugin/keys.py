@@ -9,6 +9,7 @@ from .config import Key, KeyTable
 
 #: Fully qualified class names that the ``spark.*`` keys below point Spark at.
 PLUGIN_CLASS = "dev.sparkrm.SparkrmPlugin"
+RIFFLE_SHUFFLE_MANAGER = "dev.sparkrm.riffle.RiffleShuffleManager"
 
 KEYS = KeyTable([
     Key("spark.sparkrm.telemetry.enabled", "bool", "true",
@@ -22,4 +23,63 @@ KEYS = KeyTable([
         "How many of the most recent telemetry records the driver keeps in memory for "
         "Python to read. Older records are dropped from memory (never from the file).",
         low=1000, high=100_000_000),
+
+    # Riffle: shuffle-file merging (shuffle_merge/).
+    Key("spark.riffle.enabled", "bool", "false",
+        "Merge small shuffle map outputs into large files inside the executors. Needs "
+        f"`spark.shuffle.manager={RIFFLE_SHUFFLE_MANAGER}`; the `riffle` feature sets both."),
+    Key("spark.riffle.merge.policy", "enum", "fanin",
+        "`fanin`: merge every `fanIn` map outputs of an executor; `blocksize`: merge once the "
+        "average blocks of pending outputs add up to `targetBlockBytes`.",
+        options=("fanin", "blocksize")),
+    Key("spark.riffle.merge.fanIn", "int", "10",
+        "Map outputs per merge under the `fanin` policy (N of N-way merging).", low=2, high=10_000),
+    Key("spark.riffle.merge.targetBlockBytes", "size", "2m",
+        "Merged block size the `blocksize` policy aims for; outputs whose blocks are already this "
+        "large are not merged.", low=1),
+    Key("spark.riffle.merge.maxFanIn", "int", "100",
+        "Most map outputs in one merge under the `blocksize` policy (bounds merger memory).",
+        low=2, high=10_000),
+    Key("spark.riffle.merge.leftovers", "bool", "true",
+        "When the map stage ends, merge an executor's remaining outputs (at least two) unless the "
+        "best-effort fraction is already reached."),
+    Key("spark.riffle.merge.timeout", "duration", "2min",
+        "A merge running longer than this is abandoned; its outputs are read unmerged.", low=1),
+    Key("spark.riffle.merge.pollInterval", "duration", "10ms",
+        "How often executors ask the driver for merge work while a shuffle is being written "
+        "(ten times less often when none is).", low=1, high=10_000),
+    Key("spark.riffle.bestEffort.fraction", "double", "0.95",
+        "After the map stage, reducers wait until this fraction of map outputs is merged (or every "
+        "merge ended); merges still running are then cancelled.", low=0, high=1, low_open=True),
+    Key("spark.riffle.bestEffort.timeout", "duration", "10s",
+        "Longest wait for merges after the map stage ends; then reducers start and pending merges "
+        "are cancelled.", low=0),
+    Key("spark.riffle.bestEffort.maxWaitRatio", "double", "1.0",
+        "Longest wait for merges after the map stage, as a multiple of that stage's duration "
+        "(the sooner of this and the timeout applies), so short stages never wait long.",
+        low=0, high=100),
+    Key("spark.riffle.merger.threads", "int", "2",
+        "Merge threads per executor.", low=1, high=64),
+    Key("spark.riffle.merger.memoryBudget", "size", "128m",
+        "Buffer memory all merges of one executor may use at once; merges that do not fit wait.",
+        low=1 << 20),
+    Key("spark.riffle.merger.readBufferBytes", "size", "1m",
+        "Read buffer per merged input (shrunk when a merge would not fit the budget).",
+        low=4096, high=1 << 30),
+    Key("spark.riffle.merger.writeBufferBytes", "size", "4m",
+        "Write buffer per merge.", low=4096, high=1 << 30),
+    Key("spark.riffle.read.planTimeout", "duration", "30s",
+        "How much longer than the best-effort timeout a reducer waits for the driver's list of "
+        "merged outputs before reading unmerged.", low=0),
+    Key("spark.riffle.read.verifyMaxBytes", "size", "64m",
+        "Merged blocks up to this size are checksum-verified before use and fall back to the "
+        "original files when corrupt; larger ones are verified after use.", low=0),
+    Key("spark.riffle.test.failMergeFraction", "double", "0",
+        "Test only: fail this fraction of merges.", low=0, high=1),
+    Key("spark.riffle.test.mergeDelay", "duration", "0",
+        "Test only: delay every merge by this long.", low=0),
+    Key("spark.riffle.test.loseMergedFiles", "bool", "false",
+        "Test only: delete each merged data file right after it is committed."),
+    Key("spark.riffle.test.corruptMergedFiles", "bool", "false",
+        "Test only: flip a byte of each merged data file right after it is committed."),
 ])

@@ -45,14 +45,36 @@ def spark(request, session_dir):
             **{k: str(v).replace("{session_dir}", str(session_dir)) for k, v in spec["conf"].items()}}
     session = spark_plugin.session(spec["master"], spec["features"],
                                    app_name=request.module.__name__, conf=conf)
+    app_id = session.sparkContext.applicationId
     yield session
-    stop_and_clean(session)
+    stop_and_clean(session, app_id)
 
 
-def stop_and_clean(session) -> None:
-    """Stop ``session`` and remove the worker folders local-cluster left in SPARK_HOME/work."""
+def stop_and_clean(session, app_id: str) -> None:
+    """Stop ``session`` (again, if a test did), its driver JVM, and the worker folders of local-cluster.
+
+    The driver JVM must go too: spark-submit turns the first session's ``--conf`` entries into
+    JVM system properties, which every later SparkConf in that JVM would inherit, so one
+    module's settings (a fault switched on, say) would leak into the next module's session.
+    """
     import pyspark
 
-    app_id = session.sparkContext.applicationId
     session.stop()
+    shutdown_driver_jvm()
     shutil.rmtree(Path(pyspark.__file__).parent / "work" / app_id, ignore_errors=True)
+
+
+def shutdown_driver_jvm() -> None:
+    """End pyspark's gateway JVM, so that the next session starts a fresh one with its own conf."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return
+    proc = getattr(gateway, "proc", None)
+    gateway.shutdown()
+    if proc is not None:
+        proc.stdin.close()  # the gateway JVM exits when its stdin closes
+        proc.wait(timeout=60)
+    SparkContext._gateway = None
+    SparkContext._jvm = None

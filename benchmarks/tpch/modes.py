@@ -3,7 +3,8 @@
 ``vanilla`` is Spark as it is: the plugin is loaded only to record telemetry
 (shuffle bytes, blocks, spill per query), which changes no execution. ``bare``
 is Spark without the plugin at all; ``--modes bare,vanilla`` measures what
-that recording costs. Each feature adds its mode here as it lands.
+that recording costs. Each feature adds its mode here as it lands: ``riffle`` merges
+shuffle files (with its default settings).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 MODES: dict[str, list[str] | None] = {
     "bare": None,
     "vanilla": ["telemetry"],
+    "riffle": ["telemetry", "riffle"],
 }
 
 BASELINE = "vanilla"

@@ -16,8 +16,16 @@ def test_default_features_enable_telemetry():
 
 
 def test_no_features_switches_everything_off():
-    assert plugin_conf(features=[])["spark.sparkrm.telemetry.enabled"] == "false"
-    assert plugin_conf(features="")["spark.sparkrm.telemetry.enabled"] == "false"
+    for off in ([], ""):
+        conf = plugin_conf(features=off)
+        assert conf["spark.sparkrm.telemetry.enabled"] == conf["spark.riffle.enabled"] == "false"
+        assert "spark.shuffle.manager" not in conf
+
+
+def test_the_riffle_feature_sets_the_shuffle_manager_too():
+    conf = plugin_conf(["telemetry", "riffle"])
+    assert conf["spark.riffle.enabled"] == "true"
+    assert conf["spark.shuffle.manager"] == "dev.sparkrm.riffle.RiffleShuffleManager"
 
 
 def test_explicit_conf_wins_over_feature_defaults():
@@ -26,7 +34,7 @@ def test_explicit_conf_wins_over_feature_defaults():
 
 
 def test_unknown_feature_lists_the_known_ones():
-    with pytest.raises(ConfigError, match=r"Unknown feature 'telemetri'\. Known features: telemetry"):
+    with pytest.raises(ConfigError, match=r"Unknown feature 'telemetri'\. Known features: riffle, telemetry"):
         plugin_conf(["telemetri"])
 
 
@@ -61,4 +69,4 @@ def test_submit_args_put_the_jar_first_and_every_key_after_conf():
     pairs = dict(a.split("=", 1) for a in args[3::2])
     assert set(args[2::2]) == {"--conf"}
     assert pairs == {"spark.sparkrm.telemetry.enabled": "true", "spark.sparkrm.telemetry.dir": "/tmp/t",
-                     "spark.plugins": spark_plugin.PLUGIN_CLASS}
+                     "spark.riffle.enabled": "false", "spark.plugins": spark_plugin.PLUGIN_CLASS}

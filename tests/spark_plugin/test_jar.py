@@ -22,10 +22,15 @@ def test_installed_jar_is_fresh_and_records_its_build():
 
 @pytest.fixture
 def sandbox(tmp_path, monkeypatch):
-    """A copy of the Java sources, a packaged-jar location and a cache, all under tmp_path."""
-    sources = tmp_path / "jvm"
-    shutil.copytree(jar.SOURCE_ROOTS[0], sources)
-    monkeypatch.setattr(jar, "SOURCE_ROOTS", (sources,))
+    """A copy of the Java sources, a packaged-jar location and a cache, all under tmp_path.
+
+    The first source tree is copied to ``tmp_path/jvm``, where tests add or break files.
+    """
+    copies = []
+    for i, root in enumerate(jar.SOURCE_ROOTS):
+        copies.append(tmp_path / ("jvm" if i == 0 else f"jvm{i}"))
+        shutil.copytree(root, copies[-1])
+    monkeypatch.setattr(jar, "SOURCE_ROOTS", tuple(copies))
     monkeypatch.setattr(jar, "PACKAGED_JAR", tmp_path / "pkg" / "jars" / jar.JAR_NAME)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     return tmp_path

@@ -47,24 +47,26 @@ def test_a_failed_run_leaves_no_earlier_results_behind(tmp_path, monkeypatch, ca
 @pytest.mark.spark
 @pytest.mark.integration
 @pytest.mark.slow
-def test_all_22_queries_match_duckdb_in_both_modes_on_local_cluster(tmp_path):
+def test_all_22_queries_match_duckdb_in_every_mode_on_local_cluster(tmp_path):
+    """Spark without the plugin, with telemetry, and with Riffle merging every shuffle's files."""
     out = tmp_path / "out"
-    run = subprocess.run([sys.executable, "-m", "benchmarks.tpch", "--sf", "0.01", "--modes", "bare,vanilla",
+    run = subprocess.run([sys.executable, "-m", "benchmarks.tpch", "--sf", "0.01", "--modes", "bare,vanilla,riffle",
                           "--data", str(tmp_path / "data"), "--out", str(out), "--no-progress"],
                          capture_output=True, text=True, cwd=PROJECT, timeout=900)
     assert run.returncode == 0, run.stderr[-4000:]
     data = json.loads((out / "results.json").read_text())
-    assert data["schema_version"] == 1 and data["config"]["modes"] == ["bare", "vanilla"]
+    assert data["schema_version"] == 1 and data["config"]["modes"] == ["bare", "vanilla", "riffle"]
     assert data["config"]["master"] == "local-cluster[2,1,2048]"
     assert sorted(int(q) for q in data["queries"]) == list(range(1, 23))
     for q, entry in data["queries"].items():
-        bare, vanilla = entry["modes"]["bare"], entry["modes"]["vanilla"]
-        assert bare["validated"] and vanilla["validated"] and bare["rows"] == vanilla["rows"]
+        bare, vanilla, riffle = (entry["modes"][m] for m in ("bare", "vanilla", "riffle"))
+        assert bare["validated"] and vanilla["validated"] and riffle["validated"]
+        assert bare["rows"] == vanilla["rows"] == riffle["rows"]
         assert bare["metrics"] is None and vanilla["metrics"]["tasks"] > 0
         assert entry["baseline"] == "vanilla" and entry["ratio_to_baseline"]["vanilla"] == 1.0
     q5 = data["queries"]["5"]["modes"]["vanilla"]["metrics"]  # a six-way join: shuffles for sure
     assert q5["shuffle_write_bytes"] > 0 and q5["shuffle_read_bytes"] > 0 and q5["shuffle_read_requests"] > 0
-    assert set(data["summary"]) == {"bare", "vanilla"}
+    assert set(data["summary"]) == {"bare", "vanilla", "riffle"}
     report = (out / "report.md").read_text()
     assert len(re.findall(r"^\| Q\d+ \|", report, re.MULTILINE)) == 22 and "geomean ratio to vanilla" in report
     assert (out / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

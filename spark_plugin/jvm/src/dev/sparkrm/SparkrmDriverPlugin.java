@@ -2,6 +2,7 @@ package dev.sparkrm;
 
 import dev.sparkrm.compat.SparkCompat;
 import dev.sparkrm.conf.SparkrmConf;
+import dev.sparkrm.riffle.RiffleDriver;
 import dev.sparkrm.rpc.MessageRouter;
 import dev.sparkrm.telemetry.TelemetryDriver;
 import java.util.HashMap;
@@ -23,9 +24,12 @@ public final class SparkrmDriverPlugin implements DriverPlugin {
   private static final Logger LOG = LoggerFactory.getLogger(SparkrmDriverPlugin.class);
   /** Key of the extra conf that tells executors to register (see {@link SparkrmExecutorPlugin}). */
   static final String REGISTER_EXECUTORS = "sparkrm.registerExecutors";
+  /** Key of the extra conf that starts Riffle's merger in executors. */
+  static final String START_RIFFLE = "sparkrm.riffle";
 
   private final MessageRouter router = new MessageRouter();
   private TelemetryDriver telemetry;
+  private RiffleDriver riffle;
 
   @Override
   public Map<String, String> init(SparkContext sc, PluginContext ctx) {
@@ -37,6 +41,10 @@ public final class SparkrmDriverPlugin implements DriverPlugin {
     if (conf.getBoolean("spark.sparkrm.telemetry.enabled")) {
       telemetry = TelemetryDriver.start(sc, conf, router);
       executorConf.put(REGISTER_EXECUTORS, "true");
+    }
+    if (conf.getBoolean("spark.riffle.enabled")) {
+      riffle = RiffleDriver.start(sc, conf, router, telemetry == null ? null : telemetry.store());
+      if (riffle != null) executorConf.put(START_RIFFLE, "true");
     }
     return executorConf;
   }
@@ -53,6 +61,10 @@ public final class SparkrmDriverPlugin implements DriverPlugin {
 
   @Override
   public void shutdown() {
+    if (riffle != null) {
+      riffle.stop();
+      riffle = null;
+    }
     if (telemetry != null) {
       telemetry.stop();
       telemetry = null;

@@ -1,5 +1,7 @@
 package dev.sparkrm;
 
+import dev.sparkrm.conf.SparkrmConf;
+import dev.sparkrm.riffle.RiffleExecutor;
 import dev.sparkrm.rpc.MessageRouter;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -10,8 +12,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Executor side of {@link SparkrmPlugin}: registers the executor (id and process id) with the
- * driver over the plugin RPC when a feature needs it, so that telemetry can map executors to
- * processes.
+ * driver over the plugin RPC when telemetry is on, so that it can map executors to processes, and
+ * starts Riffle's merger when the driver runs Riffle.
  *
  * <p>An exception escaping an executor plugin's {@code init} makes Spark kill the executor, and
  * the worker then restarts it forever; so nothing here may throw. (Note that
@@ -25,9 +27,17 @@ public final class SparkrmExecutorPlugin implements ExecutorPlugin {
   public void init(PluginContext ctx, Map<String, String> extraConf) {
     try {
       if ("true".equals(extraConf.get(SparkrmDriverPlugin.REGISTER_EXECUTORS))) register(ctx);
+      if ("true".equals(extraConf.get(SparkrmDriverPlugin.START_RIFFLE))) {
+        RiffleExecutor.start(ctx, SparkrmConf.validate(ctx.conf()));
+      }
     } catch (RuntimeException e) {
       LOG.warn("sparkrm executor plugin could not start; this executor runs without it", e);
     }
+  }
+
+  @Override
+  public void shutdown() {
+    RiffleExecutor.stopAgent();
   }
 
   private static void register(PluginContext ctx) {

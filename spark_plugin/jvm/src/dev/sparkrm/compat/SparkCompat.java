@@ -3,13 +3,42 @@ package dev.sparkrm.compat;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
+import java.lang.reflect.Field;
 import java.util.Properties;
+import org.apache.spark.Aggregator;
+import org.apache.spark.MapOutputTracker;
+import org.apache.spark.MapOutputTrackerMaster;
+import org.apache.spark.MapOutputTrackerWorker;
+import org.apache.spark.ShuffleDependency;
+import org.apache.spark.ShuffleStatus;
+import org.apache.spark.SparkConf;
 import org.apache.spark.SparkContext;
+import org.apache.spark.SparkEnv;
+import org.apache.spark.TaskContext;
+import org.apache.spark.TaskContextImpl;
+import org.apache.spark.internal.config.package$;
+import org.apache.spark.io.CompressionCodec$;
+import org.apache.spark.scheduler.MapStatus;
+import org.apache.spark.serializer.Serializer;
+import org.apache.spark.shuffle.ShuffleReadMetricsReporter;
+import org.apache.spark.shuffle.sort.SortShuffleManager;
+import org.apache.spark.storage.BlockId;
+import org.apache.spark.storage.BlockManagerId;
+import org.apache.spark.storage.ShuffleBlockFetcherIterator;
+import org.apache.spark.storage.ShuffleBlockFetcherIterator$;
+import org.apache.spark.util.collection.ExternalSorter;
+import org.apache.spark.util.collection.ExternalSorter$;
+import scala.Function2;
+import scala.Option;
+import scala.Tuple2;
+import scala.Tuple3;
+import scala.math.Ordering;
 import org.apache.spark.scheduler.SparkListenerEvent;
 import org.apache.spark.scheduler.SparkListenerInterface;
 
 /**
- * Every use of Spark API that is internal or changed between releases, in one place.
+ * Every use of Spark API that is internal or changed between releases, in one place: listener-bus
+ * access for telemetry, and the shuffle-reading internals Riffle's reader builds on.
  *
  * <p>The jar is compiled against the installed pyspark's jars; {@code build.properties} in the jar
  * records which Spark version that was, and {@link #checkRuntimeVersion} refuses to start on a
@@ -71,6 +100,102 @@ public final class SparkCompat {
   /** Posts {@code event} to every listener queue ({@code LiveListenerBus.post}, private[spark] in Scala). */
   public static void postEvent(SparkContext sc, SparkListenerEvent event) {
     sc.listenerBus().post(event);
+  }
+
+  // ---- Shuffle internals used by Riffle's reader (checked against the 4.1 bytecode) ----
+
+  /** The map statuses registered for {@code shuffleId} on this JVM, or {@code null} when unknown. */
+  public static MapStatus[] mapStatuses(MapOutputTracker tracker, int shuffleId) {
+    if (tracker instanceof MapOutputTrackerWorker) { // executors: the fetched copy
+      Option<MapStatus[]> s = ((MapOutputTrackerWorker) tracker).mapStatuses().get(shuffleId);
+      return s.isDefined() ? s.get() : null;
+    }
+    if (tracker instanceof MapOutputTrackerMaster) { // local mode: the driver's own
+      Option<ShuffleStatus> s = ((MapOutputTrackerMaster) tracker).shuffleStatuses().get(shuffleId);
+      return s.isDefined() ? s.get().mapStatuses() : null;
+    }
+    return null;
+  }
+
+  /** The tracker's epoch, which Spark raises whenever registered map outputs change. */
+  public static long mapOutputEpoch(MapOutputTracker tracker) {
+    return tracker.epoch();
+  }
+
+  /** A stock {@code ShuffleBlockFetcherIterator} configured exactly as Spark's own reader configures it. */
+  public static ShuffleBlockFetcherIterator newFetcher(TaskContext context,
+      scala.collection.Iterator<Tuple2<BlockManagerId, scala.collection.Seq<Tuple3<BlockId, Object, Object>>>> blocks,
+      Function2<BlockId, InputStream, InputStream> streamWrapper, ShuffleReadMetricsReporter metrics,
+      boolean batchFetch) {
+    SparkEnv env = SparkEnv.get();
+    SparkConf conf = env.conf();
+    package$ c = package$.MODULE$;
+    return new ShuffleBlockFetcherIterator(context, env.blockManager().blockStoreClient(), env.blockManager(),
+        env.mapOutputTracker(), blocks, streamWrapper,
+        (Long) conf.get(c.REDUCER_MAX_SIZE_IN_FLIGHT()) * 1024 * 1024,
+        (Integer) conf.get(c.REDUCER_MAX_REQS_IN_FLIGHT()),
+        (Integer) conf.get(c.REDUCER_MAX_BLOCKS_IN_FLIGHT_PER_ADDRESS()),
+        (Long) conf.get(c.MAX_REMOTE_BLOCK_SIZE_FETCH_TO_MEM()),
+        (Integer) conf.get(c.SHUFFLE_MAX_ATTEMPTS_ON_NETTY_OOM()),
+        (Boolean) conf.get(c.SHUFFLE_DETECT_CORRUPT()),
+        (Boolean) conf.get(c.SHUFFLE_DETECT_CORRUPT_MEMORY()),
+        (Boolean) conf.get(c.SHUFFLE_CHECKSUM_ENABLED()),
+        (String) conf.get(c.SHUFFLE_CHECKSUM_ALGORITHM()),
+        metrics, batchFetch, ShuffleBlockFetcherIterator$.MODULE$.$lessinit$greater$default$18());
+  }
+
+  /**
+   * Whether Spark's reader would fetch contiguous blocks in one batch (its private
+   * {@code fetchContinuousBlocksInBatch}): only when concatenated blocks stay one valid stream.
+   */
+  public static boolean batchFetch(ShuffleDependency<?, ?, ?> dep, int startPartition, int endPartition,
+      TaskContext context) {
+    SparkConf conf = SparkEnv.get().conf();
+    package$ c = package$.MODULE$;
+    boolean compressed = (Boolean) conf.get(c.SHUFFLE_COMPRESS());
+    boolean codecConcatenates = !compressed
+        || CompressionCodec$.MODULE$.supportsConcatenationOfSerializedStreams(CompressionCodec$.MODULE$.createCodec(conf));
+    return SortShuffleManager.canUseBatchFetch(startPartition, endPartition, context)
+        && dep.serializer().supportsRelocationOfSerializedObjects() && codecConcatenates
+        && !(Boolean) conf.get(c.SHUFFLE_USE_OLD_FETCH_PROTOCOL()) && !(Boolean) conf.get(c.IO_ENCRYPTION_ENABLED());
+  }
+
+  /**
+   * Stops a fetcher for good: {@code cleanup()} releases its buffers, and its result queue is emptied
+   * so that the task-completion listener's second {@code cleanup()} does not release them again.
+   */
+  public static void discardFetcher(ShuffleBlockFetcherIterator fetcher) {
+    fetcher.cleanup();
+    fetcher.org$apache$spark$storage$ShuffleBlockFetcherIterator$$results.clear();
+  }
+
+  /**
+   * Forgets a fetch failure the task has recovered from. Constructing a {@code FetchFailedException}
+   * records it on the task context ({@code TaskContextImpl._fetchFailedException}, private, no public
+   * reset), and a recorded one would make any later error of the task count as a fetch failure and
+   * unregister all of the failed executor's map outputs.
+   */
+  public static void clearFetchFailure(TaskContext context) {
+    try {
+      Field f = TaskContextImpl.class.getDeclaredField("_fetchFailedException");
+      f.setAccessible(true);
+      f.set(context, Option.empty());
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException("Cannot reset the task's fetch failure on Spark " + runtimeSparkVersion(), e);
+    }
+  }
+
+  /** Spark's external sorter with its default (no) row checksums (4.1 added that argument). */
+  public static <K, V, C> ExternalSorter<K, V, C> sorter(TaskContext context, Option<Aggregator<K, V, C>> aggregator,
+      Option<Ordering<K>> ordering, Serializer serializer) {
+    return new ExternalSorter<>(context, aggregator, Option.empty(), ordering, serializer,
+        ExternalSorter$.MODULE$.$lessinit$greater$default$6());
+  }
+
+  /** Throws {@code t} whatever its type (for checked exceptions Scala code throws undeclared). */
+  @SuppressWarnings("unchecked")
+  public static <E extends Throwable> RuntimeException rethrow(Throwable t) throws E {
+    throw (E) t;
   }
 
   private static String majorMinor(String version) {

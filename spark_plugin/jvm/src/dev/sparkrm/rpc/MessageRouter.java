@@ -37,19 +37,26 @@ public final class MessageRouter {
 
   /** Encodes a message: {@code type} plus the given fields. */
   public static String encode(String type, Map<String, Object> fields) {
+    Map<String, Object> all = new java.util.LinkedHashMap<>();
+    all.put("type", type);
+    all.putAll(fields);
+    return toJson(all);
+  }
+
+  /** JSON text of a reply made of maps, lists, arrays, strings, numbers and booleans. */
+  public static String toJson(Object value) {
     try {
-      Map<String, Object> all = new java.util.LinkedHashMap<>();
-      all.put("type", type);
-      all.putAll(fields);
-      return JSON.writeValueAsString(all);
+      return JSON.writeValueAsString(value);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
   }
 
-  private static JsonNode parse(Object message) {
+  /** Parses a message or reply. */
+  public static JsonNode parse(Object message) {
     if (!(message instanceof String)) {
-      throw new IllegalArgumentException("sparkrm messages are JSON strings, got " + message.getClass());
+      throw new IllegalArgumentException("sparkrm messages are JSON strings, got "
+          + (message == null ? "null" : message.getClass().getName()));
     }
     try {
       return JSON.readTree((String) message);

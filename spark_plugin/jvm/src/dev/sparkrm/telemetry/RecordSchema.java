@@ -41,7 +41,7 @@ public final class RecordSchema<T> {
   }
 
   /** Renders the fields of {@code view} as {@code "name":value} pairs, comma separated. */
-  String renderFields(T view) {
+  public String renderFields(T view) {
     StringBuilder out = new StringBuilder(64 + 24 * names.size());
     for (int i = 0; i < names.size(); i++) {
       if (i > 0) out.append(',');
@@ -52,7 +52,7 @@ public final class RecordSchema<T> {
   }
 
   /** Describes the schema as JSON: {@code [["name","kind"], ...]}. */
-  String describe() {
+  public String describe() {
     StringBuilder out = new StringBuilder("[");
     for (int i = 0; i < names.size(); i++) {
       if (i > 0) out.append(',');

@@ -102,16 +102,6 @@ final class Records {
     return MetricTotals.declareFields(s, JobView::totals);
   }
 
-  /** JSON object mapping each record type to its field list. */
-  static String describeAll() {
-    StringBuilder out = new StringBuilder("{");
-    for (int i = 0; i < ALL.size(); i++) {
-      if (i > 0) out.append(',');
-      out.append('"').append(ALL.get(i).type()).append("\":").append(ALL.get(i).describe());
-    }
-    return out.append('}').toString();
-  }
-
   private static Long optionalLong(Option<Object> o) {
     return o.isDefined() ? ((Number) o.get()).longValue() : null;
   }

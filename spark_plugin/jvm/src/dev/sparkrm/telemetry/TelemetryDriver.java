@@ -42,6 +42,11 @@ public final class TelemetryDriver {
     return new TelemetryDriver(store, dir);
   }
 
+  /** The store features add their record types to. */
+  public TelemetryStore store() {
+    return store;
+  }
+
   /** Opens the file sink once the application id is known. */
   public void bind(String appId) {
     if (dir != null) store.attach(new TelemetryFileSink(dir, appId));

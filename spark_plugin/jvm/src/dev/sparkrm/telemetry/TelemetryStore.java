@@ -5,6 +5,8 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.Iterator;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeoutException;
 import java.util.zip.GZIPOutputStream;
 
@@ -21,6 +23,7 @@ public final class TelemetryStore {
   private static volatile TelemetryStore active;
 
   private final int capacity;
+  private final List<RecordSchema<?>> schemas = new CopyOnWriteArrayList<>(Records.ALL);
   private final ArrayDeque<String> lines = new ArrayDeque<>();
   private long nextSeq = 1;
   private TelemetryFileSink sink;
@@ -98,9 +101,19 @@ public final class TelemetryStore {
     return nextSeq - 1;
   }
 
+  /** Adds a feature's record type; call before the file sink is attached (driver plugin init). */
+  public void register(RecordSchema<?> schema) {
+    schemas.add(schema);
+  }
+
   /** JSON object mapping each record type to its field list, see {@link RecordSchema}. */
   public String schemas() {
-    return Records.describeAll();
+    StringBuilder out = new StringBuilder("{");
+    for (RecordSchema<?> s : schemas) {
+      if (out.length() > 1) out.append(',');
+      out.append('"').append(s.type()).append("\":").append(s.describe());
+    }
+    return out.append('}').toString();
   }
 
   /** Blocks until every listener event posted so far has been recorded. */

@@ -1,0 +1,49 @@
+package dev.sparkrm.riffle;
+
+import dev.sparkrm.conf.SparkrmConf;
+import java.io.File;
+import java.io.IOException;
+import java.io.RandomAccessFile;
+import org.apache.spark.shuffle.IndexShuffleBlockResolver;
+
+/**
+ * Faults that tests switch on through {@code spark.riffle.test.*} keys, to prove that every failure
+ * falls back to the original map outputs. All are off by default and cost nothing then.
+ */
+final class FaultInjection {
+  private final double failFraction;
+  private final long delayMs;
+  private final boolean loseMerged;
+  private final boolean corruptMerged;
+
+  FaultInjection(SparkrmConf conf) {
+    this.failFraction = conf.getDouble("spark.riffle.test.failMergeFraction");
+    this.delayMs = conf.getLong("spark.riffle.test.mergeDelay");
+    this.loseMerged = conf.getBoolean("spark.riffle.test.loseMergedFiles");
+    this.corruptMerged = conf.getBoolean("spark.riffle.test.corruptMergedFiles");
+  }
+
+  /** Sleeps (slow merger) and fails a deterministic fraction of merges (by group id). */
+  void beforeMerge(MergeAssignment a) throws IOException, InterruptedException {
+    if (delayMs > 0) Thread.sleep(delayMs);
+    if (failFraction > 0 && (a.groupId() * 0.6180339887) % 1.0 < failFraction) {
+      throw new IOException("injected merge failure (spark.riffle.test.failMergeFraction)");
+    }
+  }
+
+  /** Deletes or corrupts a merged output right after it was committed, before any reader sees it. */
+  void afterCommit(MergeAssignment a, IndexShuffleBlockResolver resolver) throws IOException {
+    File data = resolver.getDataFile(a.shuffleId(), a.syntheticMapId());
+    if (loseMerged) {
+      if (!data.delete()) throw new IOException("could not delete " + data + " for the lost-file fault");
+    } else if (corruptMerged && data.length() > 0) {
+      try (RandomAccessFile f = new RandomAccessFile(data, "rw")) {
+        long at = data.length() - MergedBlockFormat.TRAILER_BYTES - 1; // last payload byte of the last block
+        f.seek(at);
+        int b = f.read();
+        f.seek(at);
+        f.write(b ^ 0xff);
+      }
+    }
+  }
+}

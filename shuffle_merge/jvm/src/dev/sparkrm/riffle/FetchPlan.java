@@ -1,0 +1,182 @@
+package dev.sparkrm.riffle;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import org.apache.spark.scheduler.MapStatus;
+import org.apache.spark.storage.BlockId;
+import org.apache.spark.storage.BlockManagerId;
+import org.apache.spark.storage.ShuffleBlockId;
+import scala.Tuple2;
+import scala.Tuple3;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * The blocks one reduce task fetches: Spark's own list, with the blocks of valid merged outputs
+ * replaced by one block per merged output and reduce partition.
+ *
+ * <p>A published merge is used only if every map output it contains is, right now, the one Spark
+ * has registered for that map index (same map id, same executor), and lies in the reader's map
+ * range. This is the correctness anchor: speculative duplicates, recomputed outputs and stale
+ * plans fall back to the original files, never to wrong data. The plan also remembers, for each
+ * merged block, the original blocks it stands for, so a failed merged block can be replaced.
+ */
+final class FetchPlan {
+  /** A block to fetch, as {@code ShuffleBlockFetcherIterator} takes it. */
+  record Block(BlockId id, long size, int mapIndex) {}
+
+  /** A (map output, reduce partition) pair: the unit every block covers exactly once. */
+  record Piece(long mapId, int reduceId) {}
+
+  private final Map<BlockManagerId, List<Block>> byLocation;
+  /** For each synthetic map id: reduce id to the original blocks it replaces. */
+  private final Map<Long, Map<Integer, List<Block>>> replaced;
+  private final Map<Long, Integer> mapIndexOf;
+  /** Every (map index, reduce id) of Spark's own list: what the read must cover exactly once. */
+  final Set<List<Integer>> coverage;
+  final int groupsUsed;
+  final int groupsRejected;
+
+  private FetchPlan(Map<BlockManagerId, List<Block>> byLocation, Map<Long, Map<Integer, List<Block>>> replaced,
+      Map<Long, Integer> mapIndexOf, Set<List<Integer>> coverage, int groupsUsed, int groupsRejected) {
+    this.byLocation = byLocation;
+    this.replaced = replaced;
+    this.mapIndexOf = mapIndexOf;
+    this.coverage = coverage;
+    this.groupsUsed = groupsUsed;
+    this.groupsRejected = groupsRejected;
+  }
+
+  /**
+   * Rewrites Spark's block list ({@code MapOutputTracker.getMapSizesByExecutorId}) with the valid
+   * merged outputs of {@code plan}.
+   */
+  static FetchPlan build(int shuffleId,
+      scala.collection.Iterator<Tuple2<BlockManagerId, scala.collection.Seq<Tuple3<BlockId, Object, Object>>>> vanilla,
+      ReadPlan plan, MapStatus[] statuses, int startMapIndex, int endMapIndex) {
+    Map<BlockManagerId, List<Block>> original = new LinkedHashMap<>();
+    Map<Long, Integer> mapIndexOf = new HashMap<>();
+    Set<List<Integer>> coverage = new HashSet<>();
+    while (vanilla.hasNext()) {
+      Tuple2<BlockManagerId, scala.collection.Seq<Tuple3<BlockId, Object, Object>>> loc = vanilla.next();
+      List<Block> blocks = original.computeIfAbsent(loc._1(), k -> new ArrayList<>());
+      for (Tuple3<BlockId, Object, Object> b : CollectionConverters.asJava(loc._2())) {
+        Block block = new Block(b._1(), ((Number) b._2()).longValue(), ((Number) b._3()).intValue());
+        blocks.add(block);
+        mapIndexOf.put(((ShuffleBlockId) b._1()).mapId(), block.mapIndex());
+        coverage.add(List.of(block.mapIndex(), ((ShuffleBlockId) b._1()).reduceId()));
+      }
+    }
+    Map<Long, Long> synOfMapId = new HashMap<>();
+    int used = 0;
+    int rejected = 0;
+    for (ReadPlan.Group g : plan.groups()) {
+      if (valid(g, statuses, startMapIndex, endMapIndex)) {
+        for (MergeInput in : g.inputs()) synOfMapId.put(in.mapId(), g.syntheticMapId());
+        used++;
+      } else {
+        rejected++;
+      }
+    }
+    Map<BlockManagerId, List<Block>> byLocation = new LinkedHashMap<>();
+    Map<Long, Map<Integer, List<Block>>> replaced = new HashMap<>();
+    for (Map.Entry<BlockManagerId, List<Block>> loc : original.entrySet()) {
+      List<Block> out = new ArrayList<>();
+      Map<Long, TreeMap<Integer, List<Block>>> merged = new LinkedHashMap<>();
+      for (Block b : loc.getValue()) {
+        Long syn = synOfMapId.get(((ShuffleBlockId) b.id()).mapId());
+        if (syn == null) {
+          out.add(b);
+        } else {
+          merged.computeIfAbsent(syn, k -> new TreeMap<>())
+              .computeIfAbsent(((ShuffleBlockId) b.id()).reduceId(), k -> new ArrayList<>()).add(b);
+        }
+      }
+      for (Map.Entry<Long, TreeMap<Integer, List<Block>>> m : merged.entrySet()) {
+        for (Map.Entry<Integer, List<Block>> part : m.getValue().entrySet()) {
+          long size = MergedBlockFormat.headerBytes(part.getValue().size()) + MergedBlockFormat.TRAILER_BYTES;
+          for (Block b : part.getValue()) size += b.size();
+          out.add(new Block(new ShuffleBlockId(shuffleId, m.getKey(), part.getKey()), size,
+              part.getValue().get(0).mapIndex()));
+        }
+        replaced.put(m.getKey(), new HashMap<>(m.getValue()));
+      }
+      if (!out.isEmpty()) byLocation.put(loc.getKey(), out);
+    }
+    return new FetchPlan(byLocation, replaced, mapIndexOf, coverage, used, rejected);
+  }
+
+  /** A group is usable only if it matches the registered map outputs exactly and lies in range. */
+  private static boolean valid(ReadPlan.Group g, MapStatus[] statuses, int startMapIndex, int endMapIndex) {
+    if (statuses == null || g.inputs().isEmpty()) return false;
+    BlockManagerId location = null;
+    for (MergeInput in : g.inputs()) {
+      int i = in.mapIndex();
+      if (i < startMapIndex || i >= endMapIndex || i >= statuses.length) return false;
+      MapStatus s = statuses[i];
+      if (s == null || s.mapId() != in.mapId()) return false;
+      if (location == null) {
+        location = s.location();
+      } else if (!location.equals(s.location())) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * The plan for the rest of a read after merged outputs {@code bad} failed: blocks already consumed
+   * are dropped, and each remaining block of a bad merge becomes the original blocks it stood for.
+   */
+  FetchPlan without(Set<Long> bad, Set<Piece> consumed) {
+    Map<BlockManagerId, List<Block>> next = new LinkedHashMap<>();
+    for (Map.Entry<BlockManagerId, List<Block>> loc : byLocation.entrySet()) {
+      List<Block> out = new ArrayList<>();
+      for (Block b : loc.getValue()) {
+        ShuffleBlockId id = (ShuffleBlockId) b.id();
+        if (consumed.contains(new Piece(id.mapId(), id.reduceId()))) continue;
+        if (bad.contains(id.mapId())) {
+          for (Block orig : replaced.get(id.mapId()).get(id.reduceId())) {
+            ShuffleBlockId o = (ShuffleBlockId) orig.id();
+            if (!consumed.contains(new Piece(o.mapId(), o.reduceId()))) out.add(orig);
+          }
+        } else {
+          out.add(b);
+        }
+      }
+      if (!out.isEmpty()) next.put(loc.getKey(), out);
+    }
+    return new FetchPlan(next, replaced, mapIndexOf, coverage, groupsUsed, groupsRejected);
+  }
+
+  /** Synthetic map ids of the merged outputs planned from {@code location}. */
+  Set<Long> mergedAt(BlockManagerId location) {
+    Set<Long> ids = new HashSet<>();
+    for (Block b : byLocation.getOrDefault(location, List.of())) {
+      long mapId = ((ShuffleBlockId) b.id()).mapId();
+      if (MergedBlockFormat.isSynthetic(mapId)) ids.add(mapId);
+    }
+    return ids;
+  }
+
+  /** The map index of an original map output read by this task. */
+  int mapIndexOf(long mapId) {
+    return mapIndexOf.get(mapId);
+  }
+
+  /** The plan in the form {@code ShuffleBlockFetcherIterator} takes. */
+  scala.collection.Iterator<Tuple2<BlockManagerId, scala.collection.Seq<Tuple3<BlockId, Object, Object>>>> toScala() {
+    List<Tuple2<BlockManagerId, scala.collection.Seq<Tuple3<BlockId, Object, Object>>>> out = new ArrayList<>();
+    for (Map.Entry<BlockManagerId, List<Block>> loc : byLocation.entrySet()) {
+      List<Tuple3<BlockId, Object, Object>> blocks = new ArrayList<>();
+      for (Block b : loc.getValue()) blocks.add(new Tuple3<BlockId, Object, Object>(b.id(), b.size(), b.mapIndex()));
+      out.add(new Tuple2<>(loc.getKey(), CollectionConverters.asScala(blocks).toSeq()));
+    }
+    return CollectionConverters.asScala(out.iterator());
+  }
+}

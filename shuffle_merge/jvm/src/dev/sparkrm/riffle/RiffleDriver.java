@@ -1,0 +1,88 @@
+package dev.sparkrm.riffle;
+
+import dev.sparkrm.compat.SparkCompat;
+import dev.sparkrm.conf.SparkrmConf;
+import dev.sparkrm.rpc.MessageRouter;
+import dev.sparkrm.telemetry.TelemetryStore;
+import java.util.HashMap;
+import java.util.Map;
+import org.apache.spark.SparkContext;
+import scala.Tuple2;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Riffle in the driver: the scheduler, the listener that feeds it, and the plugin-RPC handlers that
+ * executors (merge work) and reduce tasks (read plans) call.
+ */
+public final class RiffleDriver {
+  private static final Logger LOG = LoggerFactory.getLogger(RiffleDriver.class);
+  /** Listener-bus queue of the Riffle listener: merge scheduling never waits behind other listeners. */
+  static final String QUEUE = "sparkrm-riffle";
+  private static volatile RiffleDriver active;
+
+  private final RiffleScheduler scheduler;
+
+  private RiffleDriver(RiffleScheduler scheduler) {
+    this.scheduler = scheduler;
+  }
+
+  /** The running application's driver side, or {@code null} (then shuffles stay vanilla). */
+  static RiffleDriver active() {
+    return active;
+  }
+
+  RiffleScheduler scheduler() {
+    return scheduler;
+  }
+
+  /**
+   * Starts Riffle in the driver, or returns {@code null} with a warning when Spark is not set up to
+   * use it ({@code spark.shuffle.manager} is not {@link RiffleShuffleManager}).
+   *
+   * @param telemetry where merge and read records go, or {@code null} when telemetry is off
+   */
+  public static RiffleDriver start(SparkContext sc, SparkrmConf conf, MessageRouter router, TelemetryStore telemetry) {
+    String manager = sc.conf().get("spark.shuffle.manager", "sort");
+    if (!RiffleShuffleManager.class.getName().equals(manager)) {
+      LOG.warn("spark.riffle.enabled is true but spark.shuffle.manager is '{}'; Riffle needs "
+          + "spark.shuffle.manager={} and stays off (every shuffle is vanilla).",
+          manager, RiffleShuffleManager.class.getName());
+      return null;
+    }
+    RiffleRecords records = telemetry == null ? null : new RiffleRecords(telemetry);
+    ShuffleSettings defaults = ShuffleSettings.from(conf);
+    RiffleScheduler scheduler = new RiffleScheduler(defaults, conf.getLong("spark.riffle.merge.timeout"),
+        records == null ? RiffleEvents.NONE : records);
+    Map<String, String> appConf = new HashMap<>();
+    for (Tuple2<String, String> kv : sc.conf().getAllWithPrefix("spark.riffle.")) {
+      appConf.put("spark.riffle." + kv._1(), kv._2());
+    }
+    boolean oldProtocol = sc.conf().getBoolean("spark.shuffle.useOldFetchProtocol", false);
+    SparkCompat.addListener(sc, new RiffleListener(scheduler, appConf, oldProtocol), QUEUE);
+    router.on("riffle.poll", m -> json(scheduler.poll(m.path("executorId").asText(), now())));
+    router.on("riffle.done", m -> json(Map.of("keep", scheduler.mergeEnded(m.path("groupId").asLong(),
+        m.path("status").asText(), m.path("error").asText(null), m, now()))));
+    router.on("riffle.plan", m -> json(scheduler.plan(m.path("shuffleId").asInt(), now())));
+    router.on("riffle.read", m -> {
+      if (records != null) records.read(m);
+      return null;
+    });
+    RiffleDriver driver = new RiffleDriver(scheduler);
+    active = driver;
+    LOG.info("Riffle on: {}", defaults);
+    return driver;
+  }
+
+  public void stop() {
+    if (active == this) active = null;
+  }
+
+  private static long now() {
+    return System.currentTimeMillis();
+  }
+
+  private static String json(Object reply) {
+    return MessageRouter.toJson(reply);
+  }
+}

@@ -1,0 +1,214 @@
+package dev.sparkrm.riffle;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sparkrm.conf.SparkrmConf;
+import dev.sparkrm.rpc.MessageRouter;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.spark.SparkEnv;
+import org.apache.spark.api.plugin.PluginContext;
+import org.apache.spark.shuffle.IndexShuffleBlockResolver;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Riffle's agent in one executor JVM: runs the merges the driver assigns, reports how they ended,
+ * and answers the reader's questions about merged outputs.
+ *
+ * <p>Spark's plugin RPC only lets executors ask the driver, so a daemon thread polls it for work:
+ * every {@code spark.riffle.merge.pollInterval} while the driver has shuffles in progress, ten
+ * times less often otherwise. Reduce tasks ask for a shuffle's plan of merged outputs; a sealed plan
+ * never changes while the map outputs stay the same, so one task per executor, shuffle and
+ * map-output epoch fetches it (polling every few milliseconds until it is sealed) and the others
+ * share it.
+ */
+public final class RiffleExecutor {
+  private static final Logger LOG = LoggerFactory.getLogger(RiffleExecutor.class);
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final long PLAN_POLL_MS = 5;
+  private static volatile RiffleExecutor instance;
+
+  private final PluginContext ctx;
+  private final MergerService merger;
+  private final long pollIntervalMs;
+  private final long planWaitMs;
+  private final long verifyMaxBytes;
+  private final Map<Integer, Set<Long>> mergedOutputs = new ConcurrentHashMap<>();
+  /**
+   * Final plans by shuffle and map-output epoch (Spark bumps the epoch when map outputs change). One
+   * task per executor asks the driver; the others wait for its answer.
+   */
+  private final Map<List<Long>, CompletableFuture<ReadPlan>> plans = new ConcurrentHashMap<>();
+  private final Thread poller;
+  private volatile boolean running = true;
+
+  private RiffleExecutor(PluginContext ctx, SparkrmConf conf) {
+    this.ctx = ctx;
+    this.pollIntervalMs = conf.getLong("spark.riffle.merge.pollInterval");
+    this.planWaitMs = conf.getLong("spark.riffle.bestEffort.timeout") + conf.getLong("spark.riffle.read.planTimeout");
+    this.verifyMaxBytes = conf.getLong("spark.riffle.read.verifyMaxBytes");
+    this.merger = new MergerService((int) conf.getLong("spark.riffle.merger.threads"),
+        conf.getLong("spark.riffle.merger.memoryBudget"), (int) conf.getLong("spark.riffle.merger.readBufferBytes"),
+        (int) conf.getLong("spark.riffle.merger.writeBufferBytes"), RiffleExecutor::resolver, new FaultInjection(conf));
+    this.poller = new Thread(this::pollLoop, "riffle-poller");
+    this.poller.setDaemon(true);
+  }
+
+  /** Starts the agent of this executor (called by the sparkrm executor plugin). */
+  public static void start(PluginContext ctx, SparkrmConf conf) {
+    RiffleExecutor agent = new RiffleExecutor(ctx, conf);
+    instance = agent;
+    agent.poller.start();
+    LOG.info("Riffle merger started on executor {}", ctx.executorID());
+  }
+
+  /** The agent of this JVM, or {@code null} when Riffle is off (then reads stay vanilla). */
+  static RiffleExecutor get() {
+    return instance;
+  }
+
+  public static void stopAgent() {
+    RiffleExecutor agent = instance;
+    if (agent == null) return;
+    instance = null;
+    agent.running = false;
+    agent.poller.interrupt();
+    agent.merger.stop();
+  }
+
+  long verifyMaxBytes() {
+    return verifyMaxBytes;
+  }
+
+  String executorId() {
+    return ctx.executorID();
+  }
+
+  /**
+   * The merged outputs of {@code shuffleId} that readers may use, waiting while the driver still
+   * collects them (until the best-effort deadline plus a margin; then nothing is merged for us).
+   */
+  ReadPlan plan(int shuffleId, long epoch) {
+    CompletableFuture<ReadPlan> mine = new CompletableFuture<>();
+    CompletableFuture<ReadPlan> shared = plans.putIfAbsent(List.of((long) shuffleId, epoch), mine);
+    if (shared != null) return shared.join();
+    mine.complete(awaitSealedPlan(shuffleId));
+    return mine.join();
+  }
+
+  private ReadPlan awaitSealedPlan(int shuffleId) {
+    long deadline = System.currentTimeMillis() + planWaitMs;
+    while (true) {
+      ReadPlan plan = fetchPlan(shuffleId);
+      if (plan.sealed() || !plan.riffle()) return plan;
+      if (System.currentTimeMillis() > deadline) {
+        LOG.warn("Shuffle {}: the driver did not publish merged outputs within {} ms; reading unmerged",
+            shuffleId, planWaitMs);
+        return ReadPlan.UNMERGED;
+      }
+      sleep(PLAN_POLL_MS);
+    }
+  }
+
+  /** Reports one reduce task's reads (fire and forget). */
+  void reportRead(Map<String, Object> stats) {
+    try {
+      ctx.send(MessageRouter.encode("riffle.read", stats));
+    } catch (IOException e) {
+      LOG.debug("Could not report Riffle read statistics: {}", e.toString());
+    }
+  }
+
+  /** Deletes this executor's merged outputs of a shuffle Spark no longer needs. */
+  void removeShuffle(int shuffleId) {
+    Set<Long> ids = mergedOutputs.remove(shuffleId);
+    plans.keySet().removeIf(k -> k.get(0) == shuffleId);
+    if (ids == null) return;
+    IndexShuffleBlockResolver r = resolver();
+    for (long id : ids) r.removeDataByMap(shuffleId, id);
+  }
+
+  private ReadPlan fetchPlan(int shuffleId) {
+    try {
+      Map<String, Object> q = new LinkedHashMap<>();
+      q.put("shuffleId", shuffleId);
+      return ReadPlan.parse(JSON.readTree((String) ctx.ask(MessageRouter.encode("riffle.plan", q))));
+    } catch (Exception e) { // PluginContext.ask declares Exception; an unreachable driver means no merges
+      LOG.warn("Shuffle {}: cannot get the Riffle read plan ({}); reading unmerged", shuffleId, e.toString());
+      return ReadPlan.UNMERGED;
+    }
+  }
+
+  private void pollLoop() {
+    while (running) {
+      boolean active = false;
+      try {
+        Map<String, Object> q = new LinkedHashMap<>();
+        q.put("executorId", ctx.executorID());
+        q.put("peakBufferBytes", merger.peakBufferBytes());
+        JsonNode reply = JSON.readTree((String) ctx.ask(MessageRouter.encode("riffle.poll", q)));
+        active = reply.path("active").asBoolean();
+        for (JsonNode m : reply.path("merges")) merger.submit(assignment(m), this::report);
+        for (JsonNode g : reply.path("cancel")) merger.cancel(g.asLong());
+      } catch (InterruptedException e) {
+        return;
+      } catch (Exception e) { // a failed poll is retried next round; the driver times merges out
+        if (running) LOG.debug("Riffle poll failed: {}", e.toString());
+      }
+      sleep(active ? pollIntervalMs : pollIntervalMs * 10);
+    }
+  }
+
+  private void report(MergeOutcome o) {
+    MergeAssignment a = o.assignment();
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("groupId", a.groupId());
+    m.put("status", o.status());
+    m.put("error", o.error());
+    m.put("inputBytes", o.inputBytes());
+    m.put("outputBytes", o.outputBytes());
+    m.put("queueWaitMs", o.queueWaitMs());
+    m.put("mergeMs", o.mergeMs());
+    m.put("bufferBytes", o.bufferBytes());
+    m.put("peakBufferBytes", merger.peakBufferBytes());
+    boolean keep = false;
+    try {
+      keep = JSON.readTree((String) ctx.ask(MessageRouter.encode("riffle.done", m))).path("keep").asBoolean();
+    } catch (Exception e) { // without the driver's word the merge is unusable: readers only use published ones
+      LOG.warn("Could not report Riffle merge {}: {}", a.groupId(), e.toString());
+    }
+    if ("committed".equals(o.status())) {
+      if (keep) {
+        mergedOutputs.computeIfAbsent(a.shuffleId(), k -> ConcurrentHashMap.newKeySet()).add(a.syntheticMapId());
+      } else {
+        resolver().removeDataByMap(a.shuffleId(), a.syntheticMapId());
+      }
+    }
+  }
+
+  private static MergeAssignment assignment(JsonNode m) {
+    List<MergeInput> inputs = new ArrayList<>();
+    for (JsonNode in : m.path("inputs")) inputs.add(new MergeInput(in.get(0).asInt(), in.get(1).asLong()));
+    return new MergeAssignment(m.path("groupId").asLong(), m.path("shuffleId").asInt(),
+        m.path("syntheticMapId").asLong(), inputs);
+  }
+
+  private static IndexShuffleBlockResolver resolver() {
+    return (IndexShuffleBlockResolver) SparkEnv.get().shuffleManager().shuffleBlockResolver();
+  }
+
+  private static void sleep(long ms) {
+    try {
+      Thread.sleep(ms);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}

@@ -1,0 +1,61 @@
+package dev.sparkrm.riffle;
+
+import dev.sparkrm.conf.SparkrmConf;
+import dev.sparkrm.conf.SparkrmConfigException;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+
+/**
+ * How one shuffle is merged: the application's {@code spark.riffle.*} settings, overridden per job by
+ * local properties of the same names (thesis: policies can be set per job). In PySpark:
+ * {@code sc.setLocalProperty("spark.riffle.merge.fanIn", "20")}, or {@code shuffle_merge.job_settings}.
+ *
+ * @param enabled           whether this shuffle is merged at all
+ * @param bestEffort        fraction of outputs merged after which reducers stop waiting
+ * @param bestEffortTimeoutMs longest wait after the map stage
+ * @param maxWaitRatio      longest wait as a multiple of the map stage's duration
+ * @param leftovers         merge an executor's remaining outputs at the end of the map stage
+ */
+public record ShuffleSettings(boolean enabled, MergePolicy policy, double bestEffort, long bestEffortTimeoutMs,
+    double maxWaitRatio, boolean leftovers) {
+
+  /** The keys a job may override. */
+  static final List<String> PER_JOB_KEYS = List.of("spark.riffle.enabled", "spark.riffle.merge.policy",
+      "spark.riffle.merge.fanIn", "spark.riffle.merge.targetBlockBytes", "spark.riffle.merge.maxFanIn",
+      "spark.riffle.merge.leftovers", "spark.riffle.bestEffort.fraction", "spark.riffle.bestEffort.timeout",
+      "spark.riffle.bestEffort.maxWaitRatio");
+
+  static ShuffleSettings from(SparkrmConf conf) {
+    return new ShuffleSettings(conf.getBoolean("spark.riffle.enabled"), MergePolicy.fromConf(conf),
+        conf.getDouble("spark.riffle.bestEffort.fraction"), conf.getLong("spark.riffle.bestEffort.timeout"),
+        conf.getDouble("spark.riffle.bestEffort.maxWaitRatio"), conf.getBoolean("spark.riffle.merge.leftovers"));
+  }
+
+  /**
+   * The settings for a job with local {@code properties}, given the application's configuration.
+   *
+   * @throws SparkrmConfigException naming the bad property, value and accepted range
+   */
+  static ShuffleSettings forJob(Map<String, String> appConf, Properties properties) {
+    Map<String, String> merged = new HashMap<>(appConf);
+    boolean overridden = false;
+    if (properties != null) {
+      for (String key : PER_JOB_KEYS) {
+        String value = properties.getProperty(key);
+        if (value != null) {
+          merged.put(key, value);
+          overridden = true;
+        }
+      }
+    }
+    return overridden ? from(SparkrmConf.validate(merged)) : null;
+  }
+
+  /** Latest time reducers wait for merges: the absolute timeout or the share of the map stage, whichever is sooner. */
+  long sealDeadline(long stageSubmittedAt, long stageDoneAt) {
+    long byRatio = (long) (maxWaitRatio * Math.max(0, stageDoneAt - stageSubmittedAt));
+    return stageDoneAt + Math.min(bestEffortTimeoutMs, byRatio);
+  }
+}

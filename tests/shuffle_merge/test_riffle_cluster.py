@@ -1,0 +1,164 @@
+"""Riffle on a real two-executor local-cluster: same results as vanilla Spark, fewer reads, safe faults.
+
+Merging is complete here (best-effort fraction 1.0) so that read counts are exact; the
+best-effort and fault paths have modules of their own.
+"""
+
+import math
+from collections import Counter
+from operator import add
+
+import pyarrow.compute as pc
+import pytest
+
+import spark_plugin
+from shuffle_merge.merge_policy import MapOutput, MergePolicy, plan_merges
+from tests.helpers import eventually
+from tests.shuffle_merge.conftest import shuffle_files
+from tests.shuffle_merge.workloads import WORKLOADS
+
+pytestmark = pytest.mark.spark
+
+FAN_IN = 3
+SPARK_SESSION = dict(
+    master="local-cluster[2,1,1024]",
+    features=["telemetry", "riffle"],
+    conf={"spark.riffle.merge.fanIn": str(FAN_IN), "spark.riffle.bestEffort.fraction": "1.0",
+          "spark.local.dir": "{session_dir}/local",
+          # A lost remote file fails its fetch after Spark's I/O retries; keep their wait short here.
+          "spark.shuffle.io.retryWait": "200ms"},
+)
+
+
+@pytest.fixture(scope="module")
+def tm(spark):
+    return spark_plugin.telemetry(spark)
+
+
+def run(tm, action):
+    """Run ``action`` and return its result with the telemetry records it produced."""
+    mark = tm.mark()
+    result = action()
+    return result, tm.records(since=mark)
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_results_are_identical_to_vanilla_spark(spark, tm, vanilla_results, name):
+    result, records = run(tm, lambda: WORKLOADS[name](spark))
+    assert result == vanilla_results[name]
+    reads = records["shuffle_read"]
+    assert reads.num_rows > 0 and pc.sum(reads["mergedBlocks"]).as_py() > 0  # Riffle really served reads
+    assert pc.sum(reads["fallbacks"]).as_py() == 0
+    tasks = records["task"]
+    assert pc.all(pc.equal(tasks["status"], "SUCCESS")).as_py()
+    assert pc.max(tasks["stageAttempt"]).as_py() == 0  # no stage was retried
+
+
+def test_each_reducer_reads_one_block_per_merge_instead_of_one_per_map(spark, tm):
+    sc = spark.sparkContext
+    counts, records = run(tm, lambda: sc.parallelize(range(60_000), 12).map(lambda x: (x % 100, 1))
+                          .reduceByKey(add, 4).collect())
+    assert dict(counts) == {k: 600 for k in range(100)}
+    tasks = records["task"].to_pylist()
+    maps = [t for t in tasks if t["taskType"] == "ShuffleMapTask"]
+    per_executor = Counter(t["executorId"] for t in maps)
+    expected = sum(math.ceil(m / FAN_IN) for m in per_executor.values())
+    assert expected < len(maps)
+    for t in tasks:
+        if t["taskType"] == "ResultTask":
+            assert t["shuffleLocalBlocks"] + t["shuffleRemoteBlocks"] == expected
+    for r in records["shuffle_read"].to_pylist():
+        assert r["mergedBlocks"] + r["originalBlocks"] == expected
+        assert r["coveredBlocks"] + r["originalBlocks"] == r["expectedBlocks"] == len(maps)  # exactly once
+
+
+def test_merges_are_issued_by_the_policy_while_the_map_stage_runs(spark, tm):
+    sc = spark.sparkContext
+    _, records = run(tm, lambda: sc.parallelize(range(24_000), 12).map(lambda x: (x % 50, 1))
+                     .reduceByKey(add, 3).count())
+    map_stage = [s for s in records["stage"].to_pylist() if s["shuffleId"] is not None][0]
+    merges = [m for m in records["merge"].to_pylist() if m["shuffleId"] == map_stage["shuffleId"]]
+    assert all(m["status"] == "committed" for m in merges)
+    assert any(m["issuedTime"] < map_stage["completionTime"] for m in merges)  # overlapped with maps
+    # The JVM formed exactly the groups the Python model forms for the same arrival order.
+    maps = [t for t in records["task"].to_pylist()
+            if t["taskType"] == "ShuffleMapTask" and t["stageId"] == map_stage["stageId"]]
+    outputs = [MapOutput(t["partition"], t["taskId"], t["executorId"], t["shuffleWriteBytes"], 3) for t in maps]
+    model = plan_merges(outputs, MergePolicy("fanin", fan_in=FAN_IN))
+    assert sorted(m["mapIndexes"] for m in merges) == sorted([o.map_index for o in g] for g in model)
+    (sealed,) = [s for s in records["shuffle_merge"].to_pylist() if s["shuffleId"] == map_stage["shuffleId"]]
+    assert sealed["mergedOutputs"] == sum(len(g) for g in model) and sealed["sealReason"] == "all merges ended"
+
+
+def test_a_lost_merged_file_is_read_from_the_originals_without_recomputation(spark, tm, session_dir):
+    rdd = spark.sparkContext.parallelize(range(30_000), 12).map(lambda x: (x % 97, x)).reduceByKey(add, 4)
+    first, records = run(tm, lambda: sorted(rdd.collect()))
+    shuffle_id = next(s["shuffleId"] for s in records["stage"].to_pylist() if s["shuffleId"] is not None)
+    victims = [p for p in shuffle_files(session_dir / "local", merged=True, shuffle_id=shuffle_id)
+               if p.suffix == ".data"]
+    assert victims
+    for path in victims:
+        path.unlink()
+    second, records = run(tm, lambda: sorted(rdd.collect()))
+    assert second == first
+    tasks = records["task"].to_pylist()
+    assert all(t["taskType"] == "ResultTask" and t["status"] == "SUCCESS" for t in tasks)  # no map recomputed
+    assert sum(r["fallbacks"] for r in records["shuffle_read"].to_pylist()) > 0
+
+
+def test_a_lost_original_file_takes_sparks_own_path_and_recomputes_that_map(spark, tm, session_dir):
+    rdd = spark.sparkContext.parallelize(range(30_000), 12).map(lambda x: (x % 89, x)).reduceByKey(add, 4)
+    first, records = run(tm, lambda: sorted(rdd.collect()))
+    shuffle_id = next(s["shuffleId"] for s in records["stage"].to_pylist() if s["shuffleId"] is not None)
+    local = session_dir / "local"
+    for path in shuffle_files(local, merged=True, shuffle_id=shuffle_id):
+        path.unlink()  # readers must go to the originals...
+    originals = sorted(p for p in shuffle_files(local, merged=False, shuffle_id=shuffle_id) if p.suffix == ".data")
+    originals[0].unlink()  # ...and one of those is gone too
+    second, records = run(tm, lambda: sorted(rdd.collect()))
+    assert second == first
+    recomputed = [t for t in records["task"].to_pylist() if t["taskType"] == "ShuffleMapTask"]
+    assert recomputed and all(t["stageAttempt"] >= 1 for t in recomputed)
+
+
+def test_unregistering_a_shuffle_deletes_its_merged_files(spark, tm, session_dir):
+    sc = spark.sparkContext
+    _, records = run(tm, lambda: sc.parallelize(range(12_000), 12).map(lambda x: (x % 7, 1)).reduceByKey(add, 2).count())
+    shuffle_id = next(s["shuffleId"] for s in records["stage"].to_pylist() if s["shuffleId"] is not None)
+    local = session_dir / "local"
+    assert shuffle_files(local, merged=True, shuffle_id=shuffle_id)
+    # What Spark's ContextCleaner does once the shuffle's RDD is garbage collected.
+    sc._jsc.sc().cleaner().get().doCleanupShuffle(shuffle_id, True)
+    eventually(lambda: not shuffle_files(local, merged=True, shuffle_id=shuffle_id))
+
+
+def test_readme_documents_every_riffle_record_field(tm):
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    for rtype in ("merge", "shuffle_merge", "shuffle_read"):
+        for field in tm.schemas_[rtype].names:
+            assert f"`{field}`" in readme, f"README lacks {rtype}.{field}"
+
+
+def test_per_job_settings_change_the_fan_in_or_switch_merging_off(spark, tm):
+    from shuffle_merge import job_settings
+
+    sc = spark.sparkContext
+    with job_settings(spark, fan_in=2):
+        _, records = run(tm, lambda: sc.parallelize(range(12_000), 12).map(lambda x: (x % 7, 1)).reduceByKey(add, 2).count())
+    assert {m["fanIn"] for m in records["merge"].to_pylist()} == {2}
+    with job_settings(spark, enabled=False):
+        _, records = run(tm, lambda: sc.parallelize(range(12_000), 12).map(lambda x: (x % 7, 1)).reduceByKey(add, 2).count())
+    assert records["merge"].num_rows == 0
+    assert all(r["mergedBlocks"] == 0 for r in records["shuffle_read"].to_pylist())
+
+
+def test_no_merged_files_remain_after_stop(spark, session_dir):
+    """Runs last in this module: it stops the session."""
+    local = session_dir / "local"
+    rdd = spark.sparkContext.parallelize(range(12_000), 12).map(lambda x: (x % 7, 1)).reduceByKey(add, 2)
+    assert rdd.count() == 7
+    assert shuffle_files(local, merged=True)
+    spark.stop()
+    eventually(lambda: not shuffle_files(local, merged=True))
