@@ -46,7 +46,9 @@ def test_missing_jar_is_built_and_then_reused(sandbox):
 def test_changed_sources_make_the_jar_stale(sandbox):
     built = jar.jar_path()
     old_hash = jar.build_info(built)["source.hash"]
-    (sandbox / "jvm" / "resources" / "note.txt").write_text("a resource added later\n")
+    resources = sandbox / "jvm" / "resources"
+    resources.mkdir(exist_ok=True)
+    (resources / "note.txt").write_text("a resource added later\n")
     assert not jar.is_fresh(built)
     rebuilt = jar.jar_path()
     assert jar.build_info(rebuilt)["source.hash"] != old_hash
