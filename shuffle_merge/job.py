@@ -1,8 +1,11 @@
 """Per-job Riffle settings: merge one job's shuffles differently from the application's default.
 
-The driver reads ``spark.riffle.*`` local properties of the job that runs a map stage (thesis:
-policies and parameters can be set per job). This helper validates them with the same rules as
-the configuration and restores the previous values afterwards.
+The driver reads the local properties ``sparkrm.job.riffle.<name>`` of the job that runs a map
+stage (thesis: policies and parameters can be set per job). They cannot be named like the
+configuration keys: Spark SQL copies the session configuration, ``spark.riffle.*`` included, into
+the local properties of every query, overwriting same-named ones. (That copy is also why
+``spark.conf.set("spark.riffle.merge.fanIn", "20")`` changes later DataFrame jobs.) This helper
+validates the values with the configuration's rules and restores the previous ones afterwards.
 """
 
 from __future__ import annotations
@@ -54,15 +57,21 @@ def job_settings(spark, **settings):
     values = {JOB_SETTINGS[k]: _conf_value(v) for k, v in settings.items()}
     for key, value in values.items():
         KEYS[key].parse(value)
+    properties = {job_property(key): value for key, value in values.items()}
     sc = spark.sparkContext
-    previous = {key: sc.getLocalProperty(key) for key in values}
-    for key, value in values.items():
-        sc.setLocalProperty(key, value)
+    previous = {name: sc.getLocalProperty(name) for name in properties}
+    for name, value in properties.items():
+        sc.setLocalProperty(name, value)
     try:
         yield
     finally:
         for key, value in previous.items():
             sc.setLocalProperty(key, value)
+
+
+def job_property(key: str) -> str:
+    """The local property that overrides configuration ``key`` for one job."""
+    return "sparkrm.job." + key.removeprefix("spark.")
 
 
 def _conf_value(value) -> str:

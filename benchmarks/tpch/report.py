@@ -8,8 +8,10 @@
 * ``queries``: per query number, ``modes`` -> {``wall_s`` (timed runs, seconds),
   ``min_s``, ``median_s``, ``harness_s`` (telemetry reads and bookkeeping per
   run), ``metrics`` (``tasks``, ``shuffle_write_bytes``, ``shuffle_read_bytes``,
-  ``shuffle_local_blocks``, ``shuffle_remote_blocks``, ``shuffle_read_requests``,
-  ``shuffle_fetch_wait_ms``, ``spill_bytes``; null in mode ``bare``),
+  ``shuffle_local_blocks``, ``shuffle_remote_blocks``, ``shuffle_read_requests`` (Spark's
+  fetched-block counters), ``shuffle_fetch_wait_ms``, ``spill_bytes``, and in modes running
+  Riffle ``riffle_reads`` and ``riffle_vanilla_reads`` (reads its reader issued, and those stock
+  Spark would have issued for the same blocks); null in mode ``bare``),
   ``validated``, ``rows``}, the ``baseline`` mode and ``ratio_to_baseline``
   (median over median);
 * ``summary``: per mode ``geomean_ratio`` (geometric mean over queries of the
@@ -42,6 +44,10 @@ def summarize(results: dict) -> dict:
         summary[m] = {"geomean_ratio": math.exp(sum(math.log(r) for r in ratios) / len(ratios)),
                       "total_median_s": sum(q["modes"][m]["median_s"] for q in queries),
                       "harness_overhead": harness / wall if wall else 0.0}
+        metrics = [q["modes"][m]["metrics"] or {} for q in queries]
+        if any(x.get("riffle_reads") is not None for x in metrics):
+            summary[m]["riffle_reads"] = sum(x.get("riffle_reads", 0) for x in metrics)
+            summary[m]["riffle_vanilla_reads"] = sum(x.get("riffle_vanilla_reads", 0) for x in metrics)
     return summary
 
 
@@ -75,17 +81,21 @@ def render_markdown(data: dict) -> str:
         "",
         "## Summary",
         "",
-        markdown_table(["mode", "sum of medians s", f"geomean ratio to {base}", "harness overhead"],
+        markdown_table(["mode", "sum of medians s", f"geomean ratio to {base}", "harness overhead",
+                        "shuffle reads / Spark would"],
                        [[m, summary[m]["total_median_s"], summary[m]["geomean_ratio"],
-                         f"{100 * summary[m]['harness_overhead']:.2f}%"] for m in modes]),
+                         f"{100 * summary[m]['harness_overhead']:.2f}%", _reads_summary(summary[m])] for m in modes]),
         "",
         "## Per query",
         "",
         "Times are medians of the timed runs; reads are shuffle block reads (local + remote).",
         "",
     ]
+    riffle_modes = [m for m in modes if any((q["modes"][m]["metrics"] or {}).get("riffle_reads") is not None
+                                            for q in data["queries"].values())]
     headers = ["Q", "rows"] + [f"{m} s" for m in modes] + [f"{m}/{base}" for m in others] + \
-        [f"{m} reads" for m in modes] + [f"{m} shuffle MB" for m in modes] + [f"{m} spill MB" for m in modes]
+        [f"{m} reads" for m in modes] + [f"{m}: reads / Spark would" for m in riffle_modes] + \
+        [f"{m} shuffle MB" for m in modes] + [f"{m} spill MB" for m in modes]
     rows = []
     for q, entry in sorted(data["queries"].items(), key=lambda kv: int(kv[0])):
         per = entry["modes"]
@@ -93,10 +103,25 @@ def render_markdown(data: dict) -> str:
                     + [per[m]["median_s"] for m in modes]
                     + [entry["ratio_to_baseline"][m] for m in others]
                     + [_metric(per[m], "shuffle_read_requests") for m in modes]
+                    + [_riffle_reads(per[m]) for m in riffle_modes]
                     + [_metric(per[m], "shuffle_write_bytes", 2**20) for m in modes]
                     + [_metric(per[m], "spill_bytes", 2**20) for m in modes])
     png = "![per-query chart](report.png)"
-    return "\n".join(head + [markdown_table(headers, rows), "", png, ""])
+    notes = ["", "Reads: Spark's fetched-block counters (a batch of contiguous blocks counts once). "
+             "\"reads / Spark would\": shuffle reads Riffle's reader issued, and those stock Spark would "
+             "have issued for the same blocks (from its read records)."] if riffle_modes else []
+    return "\n".join(head + [markdown_table(headers, rows)] + notes + ["", png, ""])
+
+
+def _reads_summary(mode_summary: dict) -> str:
+    if "riffle_reads" not in mode_summary:
+        return "-"
+    done, would = mode_summary["riffle_reads"], mode_summary["riffle_vanilla_reads"]
+    return f"{done} / {would}" + (f" ({100 * (1 - done / would):.0f}% fewer)" if would else "")
+
+
+def _riffle_reads(record: dict) -> str:
+    return _reads_summary(record["metrics"] or {})
 
 
 def _metric(record: dict, name: str, unit: float = 1):

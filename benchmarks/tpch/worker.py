@@ -61,18 +61,28 @@ def start_session(mode: str, master: str, conf: dict):
     return spark_plugin.session(master, features, app_name=f"tpch-{mode}", conf=conf)
 
 
-def query_metrics(tasks) -> dict:
-    """Per-query shuffle and spill figures from the query's task records."""
+def query_metrics(records: dict) -> dict:
+    """Per-query shuffle and spill figures from the query's telemetry records.
+
+    ``riffle_reads`` and ``riffle_vanilla_reads`` (modes running Riffle only) are the reads its
+    reader issued and the ones stock Spark would have issued for the same blocks.
+    """
     from spark_plugin import summarize_tasks
 
-    s = summarize_tasks(tasks)
+    s = summarize_tasks(records["task"])
     blocks = s["shuffleLocalBlocks"] + s["shuffleRemoteBlocks"]
-    return {"tasks": s["tasks"], "shuffle_write_bytes": s["shuffleWriteBytes"],
-            "shuffle_local_blocks": s["shuffleLocalBlocks"], "shuffle_remote_blocks": s["shuffleRemoteBlocks"],
-            "shuffle_read_requests": blocks,
-            "shuffle_read_bytes": s["shuffleLocalBytes"] + s["shuffleRemoteBytes"],
-            "shuffle_fetch_wait_ms": s["shuffleFetchWaitMs"],
-            "spill_bytes": s["memorySpillBytes"] + s["diskSpillBytes"]}
+    metrics = {"tasks": s["tasks"], "shuffle_write_bytes": s["shuffleWriteBytes"],
+               "shuffle_local_blocks": s["shuffleLocalBlocks"], "shuffle_remote_blocks": s["shuffleRemoteBlocks"],
+               "shuffle_read_requests": blocks,
+               "shuffle_read_bytes": s["shuffleLocalBytes"] + s["shuffleRemoteBytes"],
+               "shuffle_fetch_wait_ms": s["shuffleFetchWaitMs"],
+               "spill_bytes": s["memorySpillBytes"] + s["diskSpillBytes"]}
+    reads = records.get("shuffle_read")
+    if reads is not None and reads.num_rows:
+        rows = reads.to_pylist()
+        metrics["riffle_reads"] = sum(r["mergedBlocks"] + r["originalBlocks"] for r in rows)
+        metrics["riffle_vanilla_reads"] = sum(r["vanillaReads"] for r in rows)
+    return metrics
 
 
 def serve(spark, mode: str, inp, out) -> None:
@@ -102,7 +112,7 @@ def run_query(spark, tm, request: dict) -> dict:
     df = spark.sql(request["sql"])
     rows = df.collect()
     t2 = time.perf_counter()
-    metrics = query_metrics(tm.tasks(since=mark)) if tm else None
+    metrics = query_metrics(tm.records(since=mark)) if tm else None
     t3 = time.perf_counter()
     answer = {"query": request["query"], "wall_s": t2 - t1, "harness_s": (t1 - t0) + (t3 - t2),
               "metrics": metrics}

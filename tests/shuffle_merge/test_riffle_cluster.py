@@ -154,6 +154,22 @@ def test_per_job_settings_change_the_fan_in_or_switch_merging_off(spark, tm):
     assert all(r["mergedBlocks"] == 0 for r in records["shuffle_read"].to_pylist())
 
 
+def test_blocksize_policy_merges_small_outputs_and_skips_large_ones(spark, tm):
+    from shuffle_merge import job_settings
+
+    sc = spark.sparkContext
+    # 12 outputs of ~6 KiB (1.5 KiB blocks): the 2 KiB target groups them two by two...
+    with job_settings(spark, policy="blocksize", target_block_bytes="2k"):
+        _, small = run(tm, lambda: sc.parallelize(range(12_000), 12).map(lambda x: (x % 4, x)).reduceByKey(add, 4).count())
+    assert small["merge"].num_rows > 0
+    assert all(m["fanIn"] >= 2 and m["status"] == "committed" for m in small["merge"].to_pylist())
+    # ...while a 1-byte target is already met by every output: nothing is merged.
+    with job_settings(spark, policy="blocksize", target_block_bytes=1):
+        _, large = run(tm, lambda: sc.parallelize(range(12_000), 12).map(lambda x: (x % 4, x)).reduceByKey(add, 4).count())
+    assert large["merge"].num_rows == 0
+    assert all(r["mergedBlocks"] == 0 for r in large["shuffle_read"].to_pylist())
+
+
 def test_no_merged_files_remain_after_stop(spark, session_dir):
     """Runs last in this module: it stops the session."""
     local = session_dir / "local"

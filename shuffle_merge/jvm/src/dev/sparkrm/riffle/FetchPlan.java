@@ -39,15 +39,22 @@ final class FetchPlan {
   private final Map<Long, Integer> mapIndexOf;
   /** Every (map index, reduce id) of Spark's own list: what the read must cover exactly once. */
   final Set<List<Integer>> coverage;
+  /**
+   * The reads stock Spark would issue for this task: one per block, or with batch fetch one per map
+   * output and location (its contiguous blocks come as one batch).
+   */
+  final int vanillaReads;
   final int groupsUsed;
   final int groupsRejected;
 
   private FetchPlan(Map<BlockManagerId, List<Block>> byLocation, Map<Long, Map<Integer, List<Block>>> replaced,
-      Map<Long, Integer> mapIndexOf, Set<List<Integer>> coverage, int groupsUsed, int groupsRejected) {
+      Map<Long, Integer> mapIndexOf, Set<List<Integer>> coverage, int vanillaReads, int groupsUsed,
+      int groupsRejected) {
     this.byLocation = byLocation;
     this.replaced = replaced;
     this.mapIndexOf = mapIndexOf;
     this.coverage = coverage;
+    this.vanillaReads = vanillaReads;
     this.groupsUsed = groupsUsed;
     this.groupsRejected = groupsRejected;
   }
@@ -58,7 +65,7 @@ final class FetchPlan {
    */
   static FetchPlan build(int shuffleId,
       scala.collection.Iterator<Tuple2<BlockManagerId, scala.collection.Seq<Tuple3<BlockId, Object, Object>>>> vanilla,
-      ReadPlan plan, MapStatus[] statuses, int startMapIndex, int endMapIndex) {
+      ReadPlan plan, MapStatus[] statuses, int startMapIndex, int endMapIndex, boolean batchFetch) {
     Map<BlockManagerId, List<Block>> original = new LinkedHashMap<>();
     Map<Long, Integer> mapIndexOf = new HashMap<>();
     Set<List<Integer>> coverage = new HashSet<>();
@@ -71,6 +78,12 @@ final class FetchPlan {
         mapIndexOf.put(((ShuffleBlockId) b._1()).mapId(), block.mapIndex());
         coverage.add(List.of(block.mapIndex(), ((ShuffleBlockId) b._1()).reduceId()));
       }
+    }
+    int vanillaReads = 0;
+    for (List<Block> blocks : original.values()) {
+      vanillaReads += batchFetch
+          ? (int) blocks.stream().mapToLong(b -> ((ShuffleBlockId) b.id()).mapId()).distinct().count()
+          : blocks.size();
     }
     Map<Long, Long> synOfMapId = new HashMap<>();
     int used = 0;
@@ -108,7 +121,7 @@ final class FetchPlan {
       }
       if (!out.isEmpty()) byLocation.put(loc.getKey(), out);
     }
-    return new FetchPlan(byLocation, replaced, mapIndexOf, coverage, used, rejected);
+    return new FetchPlan(byLocation, replaced, mapIndexOf, coverage, vanillaReads, used, rejected);
   }
 
   /** A group is usable only if it matches the registered map outputs exactly and lies in range. */
@@ -151,7 +164,7 @@ final class FetchPlan {
       }
       if (!out.isEmpty()) next.put(loc.getKey(), out);
     }
-    return new FetchPlan(next, replaced, mapIndexOf, coverage, groupsUsed, groupsRejected);
+    return new FetchPlan(next, replaced, mapIndexOf, coverage, vanillaReads, groupsUsed, groupsRejected);
   }
 
   /** Synthetic map ids of the merged outputs planned from {@code location}. */

@@ -10,7 +10,9 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.api.plugin.PluginContext;
@@ -96,11 +98,27 @@ public final class RiffleExecutor {
    * collects them (until the best-effort deadline plus a margin; then nothing is merged for us).
    */
   ReadPlan plan(int shuffleId, long epoch) {
-    CompletableFuture<ReadPlan> mine = new CompletableFuture<>();
-    CompletableFuture<ReadPlan> shared = plans.putIfAbsent(List.of((long) shuffleId, epoch), mine);
-    if (shared != null) return shared.join();
-    mine.complete(awaitSealedPlan(shuffleId));
-    return mine.join();
+    List<Long> key = List.of((long) shuffleId, epoch);
+    while (true) {
+      CompletableFuture<ReadPlan> mine = new CompletableFuture<>();
+      CompletableFuture<ReadPlan> shared = plans.putIfAbsent(key, mine);
+      if (shared != null) {
+        try {
+          return shared.join();
+        } catch (CompletionException | CancellationException e) {
+          continue; // the task asking for all of us was killed: ask again
+        }
+      }
+      try {
+        ReadPlan plan = awaitSealedPlan(shuffleId);
+        mine.complete(plan);
+        return plan;
+      } catch (RuntimeException e) {
+        plans.remove(key, mine);
+        mine.completeExceptionally(e);
+        throw e;
+      }
+    }
   }
 
   private ReadPlan awaitSealedPlan(int shuffleId) {
@@ -113,7 +131,12 @@ public final class RiffleExecutor {
             shuffleId, planWaitMs);
         return ReadPlan.UNMERGED;
       }
-      sleep(PLAN_POLL_MS);
+      try {
+        Thread.sleep(PLAN_POLL_MS);
+      } catch (InterruptedException e) { // the task is being killed
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException("Interrupted while waiting for the Riffle read plan of shuffle " + shuffleId, e);
+      }
     }
   }
 

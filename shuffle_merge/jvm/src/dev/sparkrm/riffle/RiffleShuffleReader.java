@@ -59,12 +59,12 @@ final class RiffleShuffleReader<K, C> implements ShuffleReader<K, C> {
     long waitStart = System.currentTimeMillis();
     ReadPlan readPlan = agent.plan(shuffleId, SparkCompat.mapOutputEpoch(tracker));
     long planWaitMs = System.currentTimeMillis() - waitStart;
+    boolean batchFetch = SparkCompat.batchFetch(dep, startPartition, endPartition, context);
     FetchPlan plan = FetchPlan.build(shuffleId, vanilla, readPlan.riffle() ? readPlan : ReadPlan.UNMERGED,
-        SparkCompat.mapStatuses(tracker, shuffleId), startMapIndex, endMapIndex);
+        SparkCompat.mapStatuses(tracker, shuffleId), startMapIndex, endMapIndex, batchFetch);
     ShuffleRecordIterator[] self = new ShuffleRecordIterator[1];
     ShuffleRecordIterator records = new ShuffleRecordIterator(shuffleId, plan, context, metrics,
-        dep.serializer().newInstance(), env.serializerManager(),
-        SparkCompat.batchFetch(dep, startPartition, endPartition, context), agent.verifyMaxBytes(), () -> {
+        dep.serializer().newInstance(), env.serializerManager(), batchFetch, agent.verifyMaxBytes(), () -> {
           context.taskMetrics().mergeShuffleReadMetrics();
           agent.reportRead(stats(self[0], plan, shuffleId, planWaitMs));
         });
@@ -104,6 +104,7 @@ final class RiffleShuffleReader<K, C> implements ShuffleReader<K, C> {
     m.put("endMapIndex", endMapIndex);
     m.putAll(records.stats);
     m.put("expectedBlocks", plan.coverage.size());
+    m.put("vanillaReads", plan.vanillaReads);
     m.put("groupsUsed", plan.groupsUsed);
     m.put("groupsRejected", plan.groupsRejected);
     m.put("planWaitMs", planWaitMs);

@@ -8,9 +8,16 @@ import java.util.Map;
 import java.util.Properties;
 
 /**
- * How one shuffle is merged: the application's {@code spark.riffle.*} settings, overridden per job by
- * local properties of the same names (thesis: policies can be set per job). In PySpark:
- * {@code sc.setLocalProperty("spark.riffle.merge.fanIn", "20")}, or {@code shuffle_merge.job_settings}.
+ * How one shuffle is merged: the application's {@code spark.riffle.*} settings, overridden per job
+ * (thesis: policies can be set per job) by the job's local properties:
+ *
+ * <ul>
+ *   <li>{@code sparkrm.job.riffle.<name>}, e.g. {@code sc.setLocalProperty("sparkrm.job.riffle.merge.fanIn",
+ *       "20")} or {@code shuffle_merge.job_settings(spark, fan_in=20)}: any job;
+ *   <li>{@code spark.riffle.<name>} itself: Spark SQL copies the session configuration into the local
+ *       properties of every query it runs, so {@code spark.conf.set("spark.riffle.merge.fanIn", "20")}
+ *       applies to DataFrame jobs (and overwrites a local property of that name, hence the prefix above).
+ * </ul>
  *
  * @param enabled           whether this shuffle is merged at all
  * @param bestEffort        fraction of outputs merged after which reducers stop waiting
@@ -20,6 +27,9 @@ import java.util.Properties;
  */
 public record ShuffleSettings(boolean enabled, MergePolicy policy, double bestEffort, long bestEffortTimeoutMs,
     double maxWaitRatio, boolean leftovers) {
+
+  /** Prefix of the local properties that override a key for one job ({@code spark.} is dropped). */
+  static final String JOB_PREFIX = "sparkrm.job.";
 
   /** The keys a job may override. */
   static final List<String> PER_JOB_KEYS = List.of("spark.riffle.enabled", "spark.riffle.merge.policy",
@@ -43,8 +53,9 @@ public record ShuffleSettings(boolean enabled, MergePolicy policy, double bestEf
     boolean overridden = false;
     if (properties != null) {
       for (String key : PER_JOB_KEYS) {
-        String value = properties.getProperty(key);
-        if (value != null) {
+        String value = properties.getProperty(JOB_PREFIX + key.substring("spark.".length()));
+        if (value == null) value = properties.getProperty(key);
+        if (value != null && !value.equals(appConf.get(key))) {
           merged.put(key, value);
           overridden = true;
         }

@@ -1,0 +1,40 @@
+"""Riffle in local[N] mode: driver and executor share one JVM (and the driver's map-output tracker).
+
+The merger's memory budget is tight here: one merge's buffers fill it, and each merge holds them
+a while (an injected delay, longer than the ~350 ms between two merges' issue times here), so
+merges must queue for memory; reducers wait for all of them.
+"""
+
+import pyarrow.compute as pc
+import pytest
+
+import spark_plugin
+from tests.shuffle_merge.faults import run_and_check
+
+pytestmark = pytest.mark.spark
+
+BUDGET = 1 << 20
+SPARK_SESSION = dict(master="local[2]", features=["telemetry", "riffle"],
+                     conf={"spark.riffle.merge.fanIn": "3", "spark.riffle.bestEffort.fraction": "1.0",
+                           "spark.riffle.merger.threads": "2", "spark.riffle.merger.memoryBudget": str(BUDGET),
+                           "spark.riffle.merger.readBufferBytes": "256k", "spark.riffle.merger.writeBufferBytes": "512k",
+                           "spark.riffle.bestEffort.maxWaitRatio": "10",
+                           "spark.riffle.test.mergeDelay": "800ms"})
+
+
+@pytest.mark.parametrize("name", ["rdd_group_by_key", "df_repartition"])
+def test_local_mode_merges_and_matches_vanilla(spark, vanilla_results, name):
+    records = run_and_check(spark, spark_plugin.telemetry(spark), vanilla_results, name)
+    reads = records["shuffle_read"]
+    assert pc.sum(reads["mergedBlocks"]).as_py() > 0
+    assert pc.sum(reads["groupsRejected"]).as_py() == 0
+
+
+def test_merges_queue_for_memory_and_never_exceed_the_budget(spark, vanilla_results):
+    records = run_and_check(spark, spark_plugin.telemetry(spark), vanilla_results, "rdd_reduce_by_key")
+    merges = [m for m in records["merge"].to_pylist() if m["status"] == "committed"]
+    assert len(merges) >= 2
+    # Read buffers shrink so that one merge fits: 3 x (1 MiB - 512 KiB) / 3 + 512 KiB = the budget.
+    assert all(m["bufferBytes"] <= BUDGET for m in merges)
+    assert max(m["peakBufferBytes"] for m in merges) <= BUDGET
+    assert max(m["queueWaitMs"] for m in merges) >= 200  # a merge waited for another's buffers
