@@ -109,7 +109,9 @@ def render_markdown(data: dict) -> str:
     png = "![per-query chart](report.png)"
     notes = ["", "Reads: Spark's fetched-block counters (a batch of contiguous blocks counts once). "
              "\"reads / Spark would\": shuffle reads Riffle's reader issued, and those stock Spark would "
-             "have issued for the same blocks (from its read records)."] if riffle_modes else []
+             "have issued for the same blocks (from its read records): one per block, or with batch fetch one per "
+             "map output and executor. That is a lower bound: Spark also splits a batch that crosses a fetch "
+             "request's size limit, which Riffle's reads then include."] if riffle_modes else []
     return "\n".join(head + [markdown_table(headers, rows)] + notes + ["", png, ""])
 
 
@@ -117,7 +119,10 @@ def _reads_summary(mode_summary: dict) -> str:
     if "riffle_reads" not in mode_summary:
         return "-"
     done, would = mode_summary["riffle_reads"], mode_summary["riffle_vanilla_reads"]
-    return f"{done} / {would}" + (f" ({100 * (1 - done / would):.0f}% fewer)" if would else "")
+    if not would:
+        return f"{done} / {would}"
+    change = 100 * (1 - done / would)
+    return f"{done} / {would} ({abs(change):.0f}% {'fewer' if change >= 0 else 'more'})"
 
 
 def _riffle_reads(record: dict) -> str:

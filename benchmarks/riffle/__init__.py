@@ -1,0 +1,1 @@
+"""Riffle benchmarks: ``python -m benchmarks.riffle {synthetic,slow-disk,tpch}`` (see ``run.py``)."""

@@ -1,0 +1,211 @@
+"""Riffle's benchmarks: ``python -m benchmarks.riffle {synthetic,slow-disk,tpch}``.
+
+* ``synthetic``: the thesis's synthetic job scaled down (M maps x R reducers, ~150 KB blocks),
+  with merging off, N-way for each N, and N-way with best effort, all in one application and
+  interleaved round by round (per-job settings), so every configuration sees the same machine.
+* ``slow-disk``: the reduce stage of a vanilla and a merged shuffle read cold (page cache
+  dropped) by executors whose disk reads are capped at HDD-class IOPS (cgroup blkio).
+* ``tpch``: the TPC-H harness with modes vanilla and riffle.
+
+Each writes ``<date>-<sha>-<kind>.json`` plus a Markdown/PNG report under
+``benchmarks/results/riffle/`` (or ``--out``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.common import RESULTS_DIR, result_path, run_metadata, spread, write_json
+
+from .report import write_slow_disk_report, write_synthetic_report
+from .slow_disk import IopsCap, device_of, drop_caches, unavailable_reason
+from .workload import SyntheticShuffle, measure, partition_keys, shuffle_job
+
+
+def session(args, local_dir: str):
+    import spark_plugin
+
+    return spark_plugin.session(
+        f"local-cluster[{args.executors},1,2048]", ["telemetry", "riffle"], app_name="riffle-benchmark",
+        conf={"spark.shuffle.compress": "false", "spark.sql.adaptive.enabled": "false",
+              "spark.sql.shuffle.partitions": str(args.reducers), "spark.riffle.bestEffort.timeout": "120s",
+              "spark.riffle.merger.memoryBudget": "512m", "spark.ui.showConsoleProgress": "false",
+              "spark.local.dir": local_dir})
+
+
+def configs(fan_ins: list[int]) -> list[dict]:
+    """Merging off, then N-way complete and N-way best effort (95%) for each N."""
+    out = [{"label": "off", "settings": {"enabled": False}, "fan_in": None, "best_effort": 1.0}]
+    for best_effort in (1.0, 0.95):
+        for n in fan_ins:
+            label = f"N={n}" + (" best-effort" if best_effort < 1 else "")
+            out.append({"label": label, "fan_in": n, "best_effort": best_effort,
+                        "settings": {"fan_in": n, "best_effort": best_effort, "max_wait_ratio": 100}})
+    return out
+
+
+def clean_shuffles(spark, records) -> None:
+    """Delete the run's shuffle files now (as Spark's cleaner would later), to bound disk use."""
+    cleaner = spark.sparkContext._jsc.sc().cleaner().get()
+    for sid in {s["shuffleId"] for s in records["stage"].to_pylist() if s["shuffleId"] is not None}:
+        cleaner.doCleanupShuffle(sid, True)
+
+
+def synthetic(args) -> Path:
+    import spark_plugin
+    from shuffle_merge import job_settings
+    from tqdm import tqdm
+
+    runs = []
+    plan = configs(args.fan_ins)
+    with tempfile.TemporaryDirectory(prefix="riffle-bench-", dir=args.local_dir) as local:
+        spark = session(args, local)
+        try:
+            tm = spark_plugin.telemetry(spark)
+            keys = partition_keys(spark, args.reducers)
+            shuffle_job(spark, keys, args.maps, args.block_kb * 1024)  # warm-up, excluded
+            with tqdm(total=len(plan) * args.repeat, unit="job", file=sys.stderr) as bar:
+                for r in range(args.repeat):
+                    for cfg in plan[r % len(plan):] + plan[:r % len(plan)]:
+                        bar.set_description(f"round {r + 1} {cfg['label']}")
+                        mark = tm.mark()
+                        with job_settings(spark, **cfg["settings"]):
+                            shuffle_job(spark, keys, args.maps, args.block_kb * 1024)
+                        records = tm.records(since=mark)
+                        runs.append({"config": cfg["label"], "round": r,
+                                     **measure(records, args.maps, args.reducers, cfg["fan_in"], cfg["best_effort"])})
+                        clean_shuffles(spark, records)
+                        bar.update(1)
+        finally:
+            spark.stop()
+    summary = {}
+    for cfg in plan:
+        mine = [x for x in runs if x["config"] == cfg["label"]]
+        summary[cfg["label"]] = {key: spread(x[key] for x in mine)["median"] for key in (
+            "reads_per_reducer", "predicted_reads_per_reducer", "thesis_model_reads_per_reducer", "model_error",
+            "avg_read_bytes", "map_stage_s",
+            "merge_tail_s", "map_stage_with_tail_s", "reduce_stage_s", "job_s", "merged_fraction")}
+    base = summary["off"]
+    for s in summary.values():
+        s["reads_ratio"] = s["reads_per_reducer"] / base["reads_per_reducer"]
+        s["reduce_ratio"] = s["reduce_stage_s"] / base["reduce_stage_s"]
+        s["job_ratio"] = s["job_s"] / base["job_s"]
+    meta = run_metadata({"maps": args.maps, "reducers": args.reducers, "block_kb": args.block_kb,
+                         "executors": args.executors, "repeat": args.repeat, "fan_ins": args.fan_ins})
+    path = write_json(result_path("riffle", "synthetic.json", meta, args.out),
+                      {"meta": meta, "configs": plan, "runs": runs, "summary": summary})
+    print(write_synthetic_report(path))
+    return path
+
+
+def slow_disk(args) -> Path | None:
+    import spark_plugin
+    from shuffle_merge import job_settings
+
+    reason = unavailable_reason(args.local_dir)
+    if reason:
+        print(f"slow-disk benchmark skipped: {reason}", file=sys.stderr)
+        return None
+    device = device_of(args.local_dir)
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="riffle-bench-", dir=args.local_dir) as local:
+        spark = session(args, local)
+        try:
+            tm = spark_plugin.telemetry(spark)
+            pids = [e["pid"] for e in tm.executors().to_pylist() if e["event"] == "registered"]
+            keys = partition_keys(spark, args.reducers)
+            modes = {"vanilla": {"enabled": False},
+                     "riffle": {"fan_in": args.fan_in, "best_effort": 1.0, "max_wait_ratio": 100}}
+            shuffles = {m: SyntheticShuffle(spark, keys, args.maps, args.block_kb * 1024) for m in modes}
+            for mode, settings in modes.items():  # write both shuffles (warm), then only re-read them
+                with job_settings(spark, **settings):
+                    shuffles[mode].run()
+            for r in range(args.repeat):
+                for mode in (["vanilla", "riffle"] if r % 2 == 0 else ["riffle", "vanilla"]):
+                    drop_caches()
+                    mark = tm.mark()
+                    with job_settings(spark, **modes[mode]):
+                        with IopsCap(args.iops, device, args.io_unit_kb) as cap:
+                            cap.add(pids)
+                            start = time.perf_counter()
+                            shuffles[mode].run()
+                            wall = time.perf_counter() - start
+                    records = tm.records(since=mark)
+                    runs.append({"mode": mode, "round": r, "wall_s": wall, "disk_reads": cap.reads_,
+                                 "disk_read_bytes": cap.read_bytes_, **_cold_read(records, args.maps, args.reducers)})
+                    print(f"[round {r + 1}/{args.repeat}] {mode}: {wall:.1f} s, {cap.reads_} disk reads",
+                          file=sys.stderr)
+        finally:
+            spark.stop()
+    summary = {m: {k: statistics.median(x[k] for x in runs if x["mode"] == m)
+                   for k in ("wall_s", "reduce_stage_s", "reads_per_reducer", "avg_read_bytes", "disk_reads",
+                             "disk_read_bytes")} for m in ("vanilla", "riffle")}
+    summary["speedup"] = summary["vanilla"]["reduce_stage_s"] / summary["riffle"]["reduce_stage_s"]
+    summary["disk_read_ratio"] = summary["vanilla"]["disk_reads"] / max(1, summary["riffle"]["disk_reads"])
+    meta = run_metadata({"maps": args.maps, "reducers": args.reducers, "block_kb": args.block_kb, "iops": args.iops,
+                         "io_unit_kb": args.io_unit_kb, "fan_in": args.fan_in, "device": device,
+                         "repeat": args.repeat, "executors": args.executors})
+    path = write_json(result_path("riffle", f"slow-disk-{args.io_unit_kb}k.json", meta, args.out),
+                      {"meta": meta, "runs": runs, "summary": summary})
+    print(write_slow_disk_report(path))
+    return path
+
+
+def _cold_read(records, maps: int, reducers: int) -> dict:
+    """Reduce-stage time and reads of a re-run whose map stage was skipped."""
+    stages = records["stage"].to_pylist()
+    if any(s["numTasks"] == maps and s["shuffleId"] is not None
+           and s["shuffleLocalBlocks"] + s["shuffleRemoteBlocks"] == 0 for s in stages):
+        raise RuntimeError("the map stage ran again: the shuffle was not reused, the read was not cold-only")
+    stage = next(s for s in stages if s["numTasks"] == reducers and s["shuffleLocalBlocks"] + s["shuffleRemoteBlocks"] > 0)
+    mine = [t for t in records["task"].to_pylist() if t["stageId"] == stage["stageId"]]
+    blocks = sum(t["shuffleLocalBlocks"] + t["shuffleRemoteBlocks"] for t in mine)
+    return {"reduce_stage_s": (stage["completionTime"] - stage["submissionTime"]) / 1000,
+            "reads_per_reducer": blocks / len(mine),
+            "avg_read_bytes": sum(t["shuffleLocalBytes"] + t["shuffleRemoteBytes"] for t in mine) / blocks}
+
+
+def tpch(args) -> int:
+    from benchmarks.tpch import cli
+
+    out = args.out or RESULTS_DIR / "riffle" / f"tpch-sf{args.sf:g}"
+    return cli.main(["--sf", str(args.sf), "--modes", "vanilla,riffle", "--repeat", str(args.repeat),
+                     "--out", str(out), "--no-progress"])
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.riffle", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="kind", required=True)
+    for name, helptext in (("synthetic", "N-way sweep on a synthetic shuffle"),
+                           ("slow-disk", "cold reduce stage under an IOPS cap"),
+                           ("tpch", "TPC-H, vanilla vs riffle")):
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument("--repeat", type=int, default=3, help="rounds (default 3)")
+        p.add_argument("--out", type=Path, default=None, help="output folder (default benchmarks/results/riffle)")
+        if name == "tpch":
+            p.add_argument("--sf", type=float, default=1.0, help="scale factor (default 1)")
+            continue
+        p.add_argument("--maps", type=int, default=200, help="map tasks M (default 200)")
+        p.add_argument("--reducers", type=int, default=50, help="reduce partitions R (default 50)")
+        p.add_argument("--block-kb", type=int, default=150, help="bytes per map-reduce block, KiB (default 150)")
+        p.add_argument("--executors", type=int, default=2, help="executor JVMs (default 2)")
+        p.add_argument("--local-dir", default=tempfile.gettempdir(), help="where shuffle files go (default /tmp)")
+    sub.choices["synthetic"].add_argument("--fan-ins", type=lambda s: [int(x) for x in s.split(",")],
+                                          default=[5, 10, 20, 40], help="N values (default 5,10,20,40)")
+    sub.choices["slow-disk"].add_argument("--fan-in", type=int, default=10, help="N of the merged shuffle (default 10)")
+    sub.choices["slow-disk"].add_argument("--iops", type=int, default=200, help="read IOPS cap (default 200)")
+    sub.choices["slow-disk"].add_argument("--io-unit-kb", type=int, default=512,
+                                          help="device readahead during cold reads, KiB (default 512, the thesis's unit)")
+    args = parser.parse_args(argv)
+    if args.kind == "tpch":
+        return tpch(args)
+    if min(args.maps, args.reducers, args.block_kb, args.executors, args.repeat) < 1:
+        parser.error("--maps, --reducers, --block-kb, --executors and --repeat must be >= 1")
+    (synthetic if args.kind == "synthetic" else slow_disk)(args)
+    return 0

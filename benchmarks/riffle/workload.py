@@ -1,0 +1,109 @@
+"""The synthetic shuffle of the Riffle benchmark, and what to measure of one run of it.
+
+Like the thesis's synthetic job (spec §5.1), it moves fixed-size blocks and does no real work:
+``maps`` map tasks each write exactly one block of about ``block_bytes`` to each of ``reducers``
+reduce partitions (shuffle compression off, so block size is what it says), and each reducer
+only counts the rows it read.
+
+The shuffle is Spark SQL's (UnsafeRow blocks), read as the JVM RDD of the repartitioned plan:
+counting its rows reads every byte (an aggregate on top would let the optimizer shrink the rows
+before the shuffle), and counting the same RDD again re-reads the same shuffle files.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+
+import pyarrow.compute as pc
+
+from shuffle_merge import RequestModel, merge_summary, model_reads_per_reducer
+
+PAYLOAD_BYTES = 1000
+ROW_BYTES = PAYLOAD_BYTES + 32  # UnsafeRow of (int key, 1000-byte string): header, key, offset, data
+
+
+def partition_keys(spark, reducers: int) -> list[int]:
+    """One key per reduce partition, so that hash partitioning spreads rows exactly evenly."""
+    rows = spark.range(0, 200 * reducers).selectExpr("id", f"pmod(hash(id), {reducers}) AS p").collect()
+    keys = {}
+    for r in rows:
+        keys.setdefault(r.p, r.id)
+    if len(keys) < reducers:
+        raise RuntimeError(f"found keys for only {len(keys)} of {reducers} partitions")
+    return [keys[p] for p in range(reducers)]
+
+
+class SyntheticShuffle:
+    """The shuffle, planned once: :meth:`run` executes it (the first time) or re-reads it."""
+
+    def __init__(self, spark, keys: list[int], maps: int, block_bytes: int):
+        from pyspark.sql import functions as F
+
+        reducers = len(keys)
+        self.rows = maps * reducers * max(1, block_bytes // ROW_BYTES)
+        key_array = F.array(*[F.lit(k).cast("bigint") for k in keys])  # hashed as the longs they were picked as
+        df = (spark.range(0, self.rows, 1, numPartitions=maps)
+              .select(F.element_at(key_array, (F.col("id") % reducers + 1).cast("int")).alias("k"),
+                      F.expr(f"repeat('x', {PAYLOAD_BYTES})").alias("payload")))
+        self._rdd = df.repartition(reducers, "k")._jdf.queryExecution().toRdd()
+
+    def run(self) -> None:
+        counted = self._rdd.count()
+        if counted != self.rows:
+            raise RuntimeError(f"the shuffle lost or duplicated rows: read {counted}, expected {self.rows}")
+
+
+def shuffle_job(spark, keys: list[int], maps: int, block_bytes: int) -> None:
+    """Plan and run the synthetic shuffle once."""
+    SyntheticShuffle(spark, keys, maps, block_bytes).run()
+
+
+def measure(records: dict, maps: int, reducers: int, fan_in: int | None, best_effort: float) -> dict:
+    """Figures of one run from its telemetry records (see :func:`shuffle_job`)."""
+    stages = records["stage"].to_pylist()
+    map_stage = next(s for s in stages if s["shuffleId"] is not None and s["numTasks"] == maps)
+    shuffle_id = map_stage["shuffleId"]
+    reduce_stage = next(s for s in stages if s["stageId"] != map_stage["stageId"] and s["numTasks"] == reducers
+                        and s["shuffleLocalBlocks"] + s["shuffleRemoteBlocks"] > 0)
+    tasks = records["task"].to_pylist()
+    reduce_tasks = [t for t in tasks if t["stageId"] == reduce_stage["stageId"]]
+    # Reads as the reader issued them: one per fetched block, merged or original. (Spark's own
+    # local/remote block counters undercount SQL shuffle reads here, in vanilla Spark too.)
+    reads = [r for r in records["shuffle_read"].to_pylist() if r["stageId"] == reduce_stage["stageId"]]
+    blocks = [r["mergedBlocks"] + r["originalBlocks"] for r in reads]
+    read_bytes = sum(t["shuffleLocalBytes"] + t["shuffleRemoteBytes"] for t in reduce_tasks)
+    maps_per_executor = Counter(t["executorId"] for t in tasks if t["stageId"] == map_stage["stageId"])
+    sealed = [s for s in records["shuffle_merge"].to_pylist() if s["shuffleId"] == shuffle_id]
+    tail_ms = sealed[0]["sealWaitMs"] if sealed else 0
+    this_shuffle = {t: records[t].filter(pc.equal(records[t]["shuffleId"], shuffle_id))
+                    for t in ("merge", "shuffle_merge", "shuffle_read")}
+    merged_fraction = sealed[0]["mergedOutputs"] / sealed[0]["outputs"] if sealed and sealed[0]["outputs"] else 0.0
+    model = RequestModel(maps, reducers, map_stage["shuffleWriteBytes"])
+    if fan_in is None:
+        predicted = thesis = float(maps)
+    elif merged_fraction >= 1.0:
+        predicted = float(model_reads_per_reducer(list(maps_per_executor.values()), fan_in))
+        thesis = model.best_effort_reads_per_reducer(fan_in, best_effort)
+    else:  # best effort cut merging short: the model at the fraction actually merged
+        predicted = model.best_effort_reads_per_reducer(fan_in, merged_fraction)
+        thesis = model.best_effort_reads_per_reducer(fan_in, best_effort)
+    per_reducer = statistics.mean(blocks)
+    map_s = (map_stage["completionTime"] - map_stage["submissionTime"]) / 1000
+    return {
+        "shuffle_id": shuffle_id,
+        "maps_per_executor": dict(maps_per_executor),
+        "reads_per_reducer": per_reducer,
+        "predicted_reads_per_reducer": predicted,
+        "thesis_model_reads_per_reducer": thesis,
+        "model_error": abs(per_reducer - predicted) / predicted,
+        "avg_read_bytes": read_bytes / sum(blocks),
+        "shuffle_bytes": map_stage["shuffleWriteBytes"],
+        "map_stage_s": map_s,
+        "merge_tail_s": tail_ms / 1000,
+        "map_stage_with_tail_s": map_s + tail_ms / 1000,
+        "reduce_stage_s": (reduce_stage["completionTime"] - reduce_stage["submissionTime"]) / 1000,
+        "job_s": sum((j["completionTime"] - j["submissionTime"]) / 1000 for j in records["job"].to_pylist()),
+        "merged_fraction": merged_fraction,
+        "merge": merge_summary(this_shuffle),
+    }

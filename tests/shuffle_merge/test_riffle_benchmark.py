@@ -1,0 +1,43 @@
+"""``python -m benchmarks.riffle``: a tiny synthetic sweep end to end, and its input checks.
+
+The numbers it records are judged in benchmarks/results; here only that the run is real and
+consistent: merging cuts the reads per reducer exactly as the request model predicts.
+"""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+
+def _riffle_bench(*args):
+    return subprocess.run([sys.executable, "-m", "benchmarks.riffle", *args],
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_synthetic_sweep_writes_reports_whose_reads_match_the_model(tmp_path):
+    run = _riffle_bench("synthetic", "--maps", "8", "--reducers", "4", "--block-kb", "8",
+                        "--fan-ins", "4", "--repeat", "1", "--out", str(tmp_path))
+    assert run.returncode == 0, run.stderr[-3000:]
+    [result] = tmp_path.glob("*.synthetic.json")
+    assert result.with_suffix(".md").is_file() and result.with_suffix(".png").stat().st_size > 0
+    summary = json.loads(result.read_text())["summary"]
+    assert set(summary) == {"off", "N=4", "N=4 best-effort"}
+    assert summary["off"]["reads_per_reducer"] == 8 and summary["off"]["merged_fraction"] == 0
+    for config in ("N=4", "N=4 best-effort"):
+        s = summary[config]
+        assert s["reads_per_reducer"] < 8
+        assert s["reads_per_reducer"] == pytest.approx(s["predicted_reads_per_reducer"], rel=0.1)
+        assert s["avg_read_bytes"] > summary["off"]["avg_read_bytes"]
+
+
+@pytest.mark.parametrize("args", [["synthetic", "--maps", "0"], ["slow-disk", "--block-kb", "-1"],
+                                  ["nonsense"]])
+def test_bad_arguments_exit_with_status_2_and_say_why(tmp_path, args):
+    run = _riffle_bench(*args, "--out", str(tmp_path))
+    assert run.returncode == 2
+    assert "error" in run.stderr
+    assert not any(tmp_path.iterdir())
