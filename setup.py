@@ -58,11 +58,12 @@ setup(
     package_data={
         "spark_plugin": ["jars/*.jar", "jvm/src/**/*.java", "jvm/resources/**/*"],
         "shuffle_merge": ["jvm/src/**/*.java"],
+        "spark_plugin.rotary": ["queries/*.sql"],
     },
     include_package_data=False,
     setup_requires=[PYSPARK],
     install_requires=[PYSPARK, "py4j", "pyarrow>=14", "pandas>=2.2", "numpy", "tensorflow>=2.16",
-                      "scikit-learn>=1.4", "tqdm"],
+                      "scikit-learn>=1.4", "scipy", "tqdm"],
     extras_require={"bench": BENCH, "test": BENCH + ["pytest>=8", "pytest-spark>=0.6", "hypothesis"]},
     entry_points={"console_scripts": ["sparkrm=spark_plugin.__main__:main"]},
     cmdclass={"build_py": BuildPyWithJar},

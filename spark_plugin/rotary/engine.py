@@ -1,0 +1,158 @@
+"""Online aggregation on Spark: a query run batch by batch, with an estimate after each batch.
+
+>>> for snap in progressive(spark, 5, data="~/.cache/sparkrm/tpch/sf1-parts4", batches=20):
+...     print(snap.fraction, snap.result)
+
+Each step registers the fact tables restricted to the next batch, runs the spec's partial-aggregate
+SQL (one small Spark job), and folds the per-group partials into :class:`RunningTotals`. A job can
+stop at any step boundary, :meth:`ProgressiveQuery.checkpoint` to disk and later :meth:`resume`
+exactly where it was: same batch order, same totals, same trajectory.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from .batches import BatchedData, prepare
+from .queries import QuerySpec, load
+from .totals import RunningTotals
+
+STATE_FILE = "state.json"
+TOTALS_FILE = "totals.parquet"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The answer after ``batch`` of ``batches`` batches."""
+
+    batch: int
+    batches: int
+    elapsed_s: float
+    result: pd.DataFrame  # the query's columns: keys exact, aggregates estimated
+    ci: pd.DataFrame  # keys plus the half-width of each aggregate's confidence interval
+    confidence: float
+
+    @property
+    def fraction(self) -> float:
+        return self.batch / self.batches
+
+    @property
+    def final(self) -> bool:
+        """Whether every batch is in: the result is then the exact answer."""
+        return self.batch == self.batches
+
+
+class ProgressiveQuery:
+    """One progressive query over batched TPC-H data; :meth:`step` processes one batch."""
+
+    def __init__(self, spark, query, data, batches: int = 20, seed: int = 0, order_seed: int | None = None,
+                 confidence: float = 0.95):
+        if not 0 < confidence < 1:
+            raise ValueError(f"confidence must lie in (0, 1), not {confidence!r}")
+        self.spark = spark
+        self.query = query
+        self.spec: QuerySpec = load(query)
+        self.data: BatchedData = prepare(spark, Path(data).expanduser(), batches, seed)
+        self.confidence = confidence
+        self.order_seed = seed if order_seed is None else order_seed
+        self.order = random.Random(self.order_seed).sample(range(batches), batches)
+        self.elapsed_s = 0.0
+        self._totals: RunningTotals | None = None
+
+    @property
+    def batches(self) -> int:
+        return self.data.batches
+
+    @property
+    def batches_done(self) -> int:
+        return self._totals.batches_done if self._totals else 0
+
+    @property
+    def done(self) -> bool:
+        return self.batches_done == self.batches
+
+    def step(self) -> Snapshot:
+        """Process the next batch and return the new estimate."""
+        if self.done:
+            raise StopIteration(f"{self.spec.name}: all {self.batches} batches are processed")
+        start = time.perf_counter()
+        partials = self.partials([self.order[self.batches_done]])
+        if self._totals is None:
+            self._totals = RunningTotals(self.spec.keys, self.spec.check_partials(list(partials.columns)))
+        self._totals.add(partials)
+        self.elapsed_s += time.perf_counter() - start
+        return self.snapshot()
+
+    def snapshot(self) -> Snapshot:
+        """The current estimate, without processing anything."""
+        if not self._totals or self.batches_done == 0:
+            raise RuntimeError(f"{self.spec.name}: no batch processed yet")
+        result, ci = self._totals.estimate(self.spec, self.batches, self.confidence)
+        return Snapshot(self.batches_done, self.batches, self.elapsed_s, result, ci, self.confidence)
+
+    def __iter__(self):
+        while not self.done:
+            yield self.step()
+
+    def partials(self, batch_ids) -> pd.DataFrame:
+        """The spec's per-group partial totals over batches ``batch_ids`` (one Spark job)."""
+        self.data.register(self.spark, batch_ids)
+        frame = self.spark.sql(self.spec.sql)
+        return pd.DataFrame([r.asDict() for r in frame.collect()], columns=frame.columns)
+
+    def exact(self) -> pd.DataFrame:
+        """The exact answer, by the same spec over the whole data in one Spark job (for accuracy)."""
+        partials = self.partials(range(self.batches))
+        totals = RunningTotals(self.spec.keys, self.spec.check_partials(list(partials.columns)))
+        totals.add(partials)
+        totals.batches_done = self.batches  # one pass over all batches: scale 1
+        return totals.estimate(self.spec, self.batches, self.confidence)[0]
+
+    # -- checkpoint and resume ---------------------------------------------------------------
+    def checkpoint(self, path) -> Path:
+        """Write the running state and batch cursor to folder ``path`` (replaced atomically)."""
+        path = Path(path)
+        tmp = path.with_name(path.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        state = {"query": str(self.spec.path if not str(self.query).isdigit() else int(self.query)),
+                 "data": str(self.data.data), "batches": self.batches, "seed": self.data.seed,
+                 "order_seed": self.order_seed, "order": self.order, "confidence": self.confidence,
+                 "batches_done": self.batches_done, "elapsed_s": self.elapsed_s,
+                 "totals": self._totals.totals if self._totals else None}
+        if self._totals:
+            self._totals.save(tmp / TOTALS_FILE)
+        (tmp / STATE_FILE).write_text(json.dumps(state, indent=1))
+        shutil.rmtree(path, ignore_errors=True)
+        tmp.rename(path)
+        return path
+
+    @classmethod
+    def resume(cls, spark, path) -> "ProgressiveQuery":
+        """A query continued from checkpoint folder ``path``."""
+        path = Path(path)
+        try:
+            state = json.loads((path / STATE_FILE).read_text())
+        except (OSError, ValueError) as e:
+            raise ValueError(f"{path} is not a progressive query checkpoint: {e}") from None
+        job = cls(spark, state["query"], state["data"], state["batches"], state["seed"], state["order_seed"],
+                  state["confidence"])
+        if job.order != state["order"]:
+            raise ValueError(f"{path}: the checkpoint's batch order does not match its seed")
+        job.elapsed_s = state["elapsed_s"]
+        if state["totals"] is not None:
+            job._totals = RunningTotals(job.spec.keys, state["totals"])
+            job._totals.load(path / TOTALS_FILE, state["batches_done"])
+        return job
+
+
+def progressive(spark, query, data, batches: int = 20, **options):
+    """Yield a :class:`Snapshot` after each batch of ``query`` (a TPC-H number or a spec path)."""
+    return iter(ProgressiveQuery(spark, query, data, batches, **options))

@@ -1,0 +1,169 @@
+"""Progressive query specs: per-batch partial aggregates in SQL, outputs derived from their totals.
+
+A spec is a ``.sql`` file whose header comments say how to turn the per-batch partial sums into the
+query's answer::
+
+    -- @keys: l_returnflag, l_linestatus              group columns (omitted: one group)
+    -- @output: l_returnflag, sum_qty, avg_qty = sum_qty / count_order
+    -- @order: l_returnflag, revenue desc
+    -- @limit: 10
+    -- @groups: exact                                 groups never span batches (see below)
+
+The SQL reads the sampled fact tables (``lineitem`` and ``orders``, batch by batch) and any other
+table whole, and returns one row per group with only SUM/COUNT-style columns besides the keys:
+totals that add up over batches. SUM and COUNT estimates scale them by the inverse fraction
+processed; a ratio of totals (an AVG) needs no scaling. ``@groups: exact`` marks a query whose
+groups are orders: batches split the data by order key, so such a group is complete the moment it
+is seen and is reported as is (TPC-H Q3, Q18).
+
+TPC-H specs ship in ``spark_plugin/rotary/queries/`` (``q01.sql`` ...); :func:`load` also takes a
+path to a spec of your own.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .expressions import Expression
+
+SPEC_DIR = Path(__file__).with_name("queries")
+#: Tables split into batches by order key; every other table is joined whole.
+SAMPLED_TABLES = ("lineitem", "orders")
+_DIRECTIVE = re.compile(r"^--\s*@(\w+):\s*(.*)$")
+_CONTINUATION = re.compile(r"^--\s{2,}(\S.*)$")
+
+
+class QuerySpecError(ValueError):
+    """A progressive query spec is missing, malformed or inconsistent."""
+
+
+@dataclass(frozen=True)
+class Output:
+    """One output column: a key, a total, or an expression over totals."""
+
+    name: str
+    expression: Expression | None = None  # None: the column of the same name
+
+    @property
+    def derived(self) -> bool:
+        return self.expression is not None
+
+
+@dataclass(frozen=True)
+class QuerySpec:
+    name: str
+    sql: str
+    keys: tuple[str, ...]
+    outputs: tuple[Output, ...]
+    order: tuple[tuple[str, bool], ...] = ()  # (column, descending)
+    limit: int | None = None
+    exact_groups: bool = False
+    description: str = ""
+    path: Path | None = field(default=None, compare=False)
+
+    @property
+    def aggregates(self) -> list[str]:
+        """Output columns that are estimates (everything but the group keys)."""
+        return [o.name for o in self.outputs if o.name not in self.keys]
+
+    @property
+    def columns(self) -> list[str]:
+        return [o.name for o in self.outputs]
+
+    def check_partials(self, partial_columns: list[str]) -> list[str]:
+        """The total columns of the SQL's result; raises if an output names an unknown column."""
+        missing = [k for k in self.keys if k not in partial_columns]
+        if missing:
+            raise QuerySpecError(f"{self.name}: @keys {missing} are not columns of its SQL result {partial_columns}")
+        totals = [c for c in partial_columns if c not in self.keys]
+        for o in self.outputs:
+            needed = o.expression.names if o.derived else [o.name]
+            unknown = [n for n in needed if n not in totals and n not in self.keys]
+            if unknown:
+                raise QuerySpecError(f"{self.name}: output {o.name!r} uses {unknown}, which its SQL does not return "
+                                     f"(it returns {partial_columns})")
+            if o.derived and any(n in self.keys for n in o.expression.names):
+                raise QuerySpecError(f"{self.name}: output {o.name!r} computes with a group key")
+        return totals
+
+
+def available() -> list[int]:
+    """TPC-H query numbers with a shipped progressive spec."""
+    return sorted(int(p.stem[1:]) for p in SPEC_DIR.glob("q[0-9][0-9].sql"))
+
+
+def load(query) -> QuerySpec:
+    """The spec of TPC-H query ``query`` (a number) or of the spec file at path ``query``."""
+    if isinstance(query, int) or (isinstance(query, str) and query.isdigit()):
+        path = SPEC_DIR / f"q{int(query):02d}.sql"
+        if not path.is_file():
+            raise QuerySpecError(f"TPC-H Q{int(query)} has no progressive spec; supported: "
+                                 f"{', '.join(f'Q{n}' for n in available())}")
+    else:
+        path = Path(query)
+        if not path.is_file():
+            raise QuerySpecError(f"no progressive query spec at {path}")
+    return parse(path.read_text(), name=path.stem, path=path)
+
+
+def parse(text: str, name: str = "query", path: Path | None = None) -> QuerySpec:
+    directives, description, sql_lines, last = {}, [], [], None
+    for line in text.splitlines():
+        m = _DIRECTIVE.match(line.strip())
+        if m:
+            last = m.group(1)
+            directives[last] = m.group(2).strip()
+            continue
+        m = _CONTINUATION.match(line)
+        if m and last:
+            directives[last] += " " + m.group(1).strip()
+            continue
+        last = None
+        if line.strip().startswith("--"):
+            if not sql_lines:
+                description.append(line.strip().lstrip("-").strip())
+        elif line.strip():
+            sql_lines.append(line)
+    unknown = set(directives) - {"keys", "output", "order", "limit", "groups"}
+    if unknown:
+        raise QuerySpecError(f"{name}: unknown directive(s) {sorted(unknown)}; "
+                             "known: @keys, @output, @order, @limit, @groups")
+    if "output" not in directives:
+        raise QuerySpecError(f"{name}: the spec needs an @output line")
+    keys = tuple(_split(directives.get("keys", "")))
+    outputs = tuple(_output(item, name) for item in _split(directives["output"]))
+    names = [o.name for o in outputs]
+    order = []
+    for item in _split(directives.get("order", "")):
+        column, _, direction = item.partition(" ")
+        if column not in names or direction.strip().lower() not in ("", "asc", "desc"):
+            raise QuerySpecError(f"{name}: @order item {item!r} must be an output column, optionally asc/desc")
+        order.append((column, direction.strip().lower() == "desc"))
+    limit = directives.get("limit")
+    if limit is not None and not limit.isdigit():
+        raise QuerySpecError(f"{name}: @limit must be a whole number, not {limit!r}")
+    groups = directives.get("groups", "scaled")
+    if groups not in ("scaled", "exact"):
+        raise QuerySpecError(f"{name}: @groups is 'scaled' (default) or 'exact', not {groups!r}")
+    return QuerySpec(name=name, sql="\n".join(sql_lines), keys=keys, outputs=outputs, order=tuple(order),
+                     limit=int(limit) if limit else None, exact_groups=groups == "exact",
+                     description=" ".join(description), path=path)
+
+
+def _split(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def _output(item: str, spec: str) -> Output:
+    name, eq, expr = item.partition("=")
+    name = name.strip()
+    if not name.isidentifier():
+        raise QuerySpecError(f"{spec}: output {item!r} must be `name` or `name = expression`")
+    if not eq:
+        return Output(name)
+    try:
+        return Output(name, Expression(expr))
+    except ValueError as e:
+        raise QuerySpecError(f"{spec}: output {name!r}: {e}") from None

@@ -1,0 +1,116 @@
+"""Progressive TPC-H queries on local-cluster, checked against DuckDB and against themselves.
+
+SF 0.01 with 4 batches keeps a full pass over every shipped spec to about a minute.
+"""
+
+import random
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchmarks.tpch.data import ensure_dataset
+from benchmarks.tpch.oracle import DuckDBOracle, compare
+from benchmarks.tpch.queries import order_columns, query_text
+from spark_plugin import rotary
+from spark_plugin.rotary.totals import RunningTotals
+
+pytestmark = pytest.mark.spark
+
+BATCHES = 4
+
+
+@pytest.fixture(scope="module")
+def data(session_dir):
+    return ensure_dataset(session_dir / "tpch", 0.01, 2)
+
+
+@pytest.fixture(scope="module")
+def oracle(data):
+    return DuckDBOracle(data)
+
+
+@pytest.mark.parametrize("q", rotary.available())
+def test_the_last_batch_gives_the_exact_answer(spark, data, oracle, q):
+    snapshots = list(rotary.progressive(spark, q, data, batches=BATCHES))
+    assert [s.batch for s in snapshots] == list(range(1, BATCHES + 1))
+    final = snapshots[-1]
+    assert final.final and final.fraction == 1
+    columns, expected = oracle.answer(query_text(q, 0.01))
+    assert list(final.result.columns) == columns
+    compare(columns, list(final.result.itertuples(index=False, name=None)), expected,
+            order_columns(query_text(q, 0.01)))
+    aggregates = rotary.load(q).aggregates
+    assert (final.ci[aggregates].fillna(0).to_numpy() == 0).all(), "every batch is in: no uncertainty left"
+
+
+def test_sums_and_counts_scale_by_the_inverse_fraction_and_averages_do_not(spark, data):
+    job = rotary.ProgressiveQuery(spark, 1, data, batches=BATCHES)
+    first = job.step().result.set_index(["l_returnflag", "l_linestatus"])
+    alone = job.partials([job.order[0]]).set_index(["l_returnflag", "l_linestatus"])
+    for flag in first.index:
+        assert first.loc[flag, "sum_qty"] == alone.loc[flag, "sum_qty"] * BATCHES
+        assert first.loc[flag, "count_order"] == int(alone.loc[flag, "count_order"]) * BATCHES
+        assert float(first.loc[flag, "avg_qty"]) == pytest.approx(float(alone.loc[flag, "sum_qty"] / alone.loc[flag, "count_order"]))
+
+
+def test_intervals_cover_the_truth_at_their_confidence_over_random_batch_orders(spark, data):
+    """Per-batch partials come from Spark once; 300 random batch orders are then replayed exactly."""
+    batches, seen = 20, 8
+    job = rotary.ProgressiveQuery(spark, 1, data, batches=batches)
+    per_batch = [job.partials([b]) for b in range(batches)]
+    truth = job.exact().set_index(["l_returnflag", "l_linestatus"])
+    spec, totals_names = job.spec, [c for c in per_batch[0].columns if c not in job.spec.keys]
+    rng = random.Random(7)
+    covered = cells = 0
+    for _ in range(300):
+        totals = RunningTotals(spec.keys, totals_names)
+        for b in rng.sample(range(batches), seen):
+            totals.add(per_batch[b])
+        estimate, half = (f.set_index(["l_returnflag", "l_linestatus"]) for f in totals.estimate(spec, batches, 0.95))
+        for column in spec.aggregates:
+            error = (estimate[column].astype(float) - truth.loc[estimate.index, column].astype(float)).abs()
+            covered += int((error <= half[column]).sum())
+            cells += len(error)
+    assert 0.88 <= covered / cells <= 0.995, f"95% intervals covered {covered / cells:.1%} of {cells} cells"
+
+
+def test_a_resumed_query_follows_the_uninterrupted_trajectory(spark, data, tmp_path):
+    straight = [s for s in rotary.progressive(spark, 5, data, batches=BATCHES, order_seed=3)]
+    first = rotary.ProgressiveQuery(spark, 5, data, batches=BATCHES, order_seed=3)
+    resumed_from = [first.step(), first.step()]
+    first.checkpoint(tmp_path / "q5")
+    assert {p.name for p in (tmp_path / "q5").iterdir()} == {"state.json", "totals.parquet"}
+    job = rotary.ProgressiveQuery.resume(spark, tmp_path / "q5")
+    assert job.batches_done == 2 and job.order == first.order
+    trajectory = resumed_from + list(job)
+    assert len(trajectory) == len(straight)
+    for a, b in zip(trajectory, straight):
+        pd.testing.assert_frame_equal(a.result, b.result)
+        pd.testing.assert_frame_equal(a.ci, b.ci)
+
+
+def test_the_batch_order_depends_on_the_order_seed_only(spark, data):
+    a = rotary.ProgressiveQuery(spark, 6, data, batches=BATCHES, order_seed=1)
+    b = rotary.ProgressiveQuery(spark, 6, data, batches=BATCHES, order_seed=1)
+    c = rotary.ProgressiveQuery(spark, 6, data, batches=BATCHES, order_seed=2)
+    assert a.order == b.order and sorted(a.order) == list(range(BATCHES))
+    assert np.array_equal(sorted(c.order), sorted(a.order))
+
+
+def test_bad_input_is_refused_with_a_reason(spark, data, tmp_path):
+    with pytest.raises(rotary.QuerySpecError, match=r"Q2 has no progressive spec; supported: Q1, Q3"):
+        rotary.ProgressiveQuery(spark, 2, data)
+    with pytest.raises(ValueError, match="batches must be a whole number >= 2"):
+        rotary.ProgressiveQuery(spark, 1, data, batches=1)
+    with pytest.raises(ValueError, match=r"confidence must lie in \(0, 1\)"):
+        rotary.ProgressiveQuery(spark, 1, data, confidence=95)
+    with pytest.raises(rotary.BatchDataError, match="lacks TPC-H table folder"):
+        rotary.ProgressiveQuery(spark, 1, tmp_path)
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "state.json").write_text("{not json")
+    with pytest.raises(ValueError, match="is not a progressive query checkpoint"):
+        rotary.ProgressiveQuery.resume(spark, tmp_path / "broken")
+    job = rotary.ProgressiveQuery(spark, 6, data, batches=BATCHES)
+    with pytest.raises(RuntimeError, match="no batch processed yet"):
+        job.snapshot()

@@ -1,0 +1,92 @@
+"""Progressive query specs and the arithmetic of their outputs (no Spark)."""
+
+from decimal import Decimal
+
+import pandas as pd
+import pytest
+
+from spark_plugin import rotary
+from spark_plugin.rotary.accuracy import Envelope, true_accuracy
+from spark_plugin.rotary.expressions import Expression
+from spark_plugin.rotary.queries import QuerySpecError, parse
+
+
+def test_every_required_tpch_query_ships_a_spec():
+    assert {1, 3, 5, 6, 10, 12, 14, 19} <= set(rotary.available())
+    for q in rotary.available():
+        spec = rotary.load(q)
+        assert spec.aggregates and spec.sql.lstrip().lower().startswith("select")
+
+
+def test_directives_continue_over_indented_comment_lines():
+    spec = parse("-- A query.\n-- @keys: k\n-- @output: k, a,\n--          r = a / n\n"
+                 "-- @order: r desc, k\n-- @limit: 3\nselect k, sum(x) as a, count(*) as n from t group by k")
+    assert spec.keys == ("k",) and spec.columns == ["k", "a", "r"] and spec.aggregates == ["a", "r"]
+    assert spec.order == (("r", True), ("k", False)) and spec.limit == 3 and not spec.exact_groups
+    assert spec.description == "A query."
+    assert spec.check_partials(["k", "a", "n"]) == ["a", "n"]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("select 1", "needs an @output line"),
+    ("-- @output: a\n-- @colour: red\nselect 1", r"unknown directive\(s\) \['colour'\]"),
+    ("-- @output: a\n-- @order: b\nselect 1", "must be an output column"),
+    ("-- @output: a\n-- @limit: ten\nselect 1", "@limit must be a whole number"),
+    ("-- @output: a\n-- @groups: some\nselect 1", "@groups is 'scaled'"),
+    ("-- @output: a = __import__('os').getcwd()\nselect 1", "only column names, numbers"),
+    ("-- @output: 2a = b\nselect 1", "must be `name` or `name = expression`"),
+])
+def test_malformed_specs_say_what_is_wrong(text, message):
+    with pytest.raises(QuerySpecError, match=message):
+        parse(text, name="bad")
+
+
+def test_outputs_must_name_columns_the_sql_returns():
+    spec = parse("-- @keys: k\n-- @output: k, r = a / m\nselect 1")
+    with pytest.raises(QuerySpecError, match=r"output 'r' uses \['m'\]"):
+        spec.check_partials(["k", "a"])
+    with pytest.raises(QuerySpecError, match=r"@keys \['k'\] are not columns"):
+        spec.check_partials(["a"])
+
+
+def test_exact_evaluation_keeps_decimals_exact():
+    e = Expression("100.00 * promo / total")
+    assert e.names == ["promo", "total"]
+    assert e.evaluate({"promo": Decimal("1.10"), "total": Decimal("3.30")}, exact=True) == Decimal("100.00") / 3
+    assert e.evaluate({"promo": 1.1, "total": 3.3}) == pytest.approx(100 / 3)
+    assert Expression("-a - (b - c)").evaluate({"a": 1, "b": 2, "c": 5}) == 2
+
+
+SPEC = parse("-- @keys: k\n-- @output: k, s, r = s / n\nselect 1")
+
+
+def _answer(rows):
+    return pd.DataFrame(rows, columns=["k", "s", "r"])
+
+
+def test_true_accuracy_takes_the_ratio_either_way_and_zero_for_missing_groups():
+    exact = _answer([("a", 100.0, 2.0), ("b", 50.0, -1.0)])
+    assert true_accuracy(exact, exact, SPEC) == 1.0
+    over = _answer([("a", 125.0, 2.0), ("b", 40.0, -1.0)])  # s: 0.8 and 0.8; r: 1 and 1
+    assert true_accuracy(over, exact, SPEC) == pytest.approx(0.9)
+    assert true_accuracy(_answer([("a", 100.0, 2.0)]), exact, SPEC) == pytest.approx(0.5)
+    flipped = _answer([("a", 100.0, 2.0), ("b", 50.0, 1.0)])
+    assert true_accuracy(flipped, exact, SPEC) == pytest.approx(0.75)
+    assert true_accuracy(over, exact, SPEC, weights={"s": 3.0, "r": 1.0}) == pytest.approx((3 * 0.8 + 1) / 4)
+
+
+def test_the_envelope_is_zero_until_its_window_fills_then_min_over_max():
+    env = Envelope(SPEC, window=3)
+    assert env.add(_answer([("a", 80.0, 1.0)])) == 0.0
+    assert env.add(_answer([("a", 100.0, 1.0)])) == 0.0
+    assert env.add(_answer([("a", 90.0, 1.0)])) == pytest.approx((0.8 + 1.0) / 2)
+    assert env.add(_answer([("a", 95.0, 1.0)])) == pytest.approx((0.9 + 1.0) / 2)  # 80 left the window
+    assert env.add(_answer([("a", 95.0, -1.0)])) == pytest.approx((90 / 95 + 0.0) / 2)  # sign change: 0
+    with pytest.raises(ValueError, match="window must be a whole number >= 2"):
+        Envelope(SPEC, window=1)
+
+
+def test_a_group_new_to_the_window_scores_zero():
+    env = Envelope(SPEC, window=2)
+    env.add(_answer([("a", 10.0, 1.0)]))
+    assert env.add(_answer([("a", 10.0, 1.0), ("b", 5.0, 1.0)])) == pytest.approx(0.5)
