@@ -63,7 +63,7 @@ setup(
     include_package_data=False,
     setup_requires=[PYSPARK],
     install_requires=[PYSPARK, "py4j", "pyarrow>=14", "pandas>=2.2", "numpy", "tensorflow>=2.16",
-                      "scikit-learn>=1.4", "scipy", "tqdm"],
+                      "scikit-learn>=1.4", "scipy", "tqdm", "rich"],
     extras_require={"bench": BENCH, "test": BENCH + ["pytest>=8", "pytest-spark>=0.6", "hypothesis"]},
     entry_points={"console_scripts": ["sparkrm=spark_plugin.__main__:main"]},
     cmdclass={"build_py": BuildPyWithJar},

@@ -82,3 +82,10 @@ def markdown_table(headers, rows) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def report_header(meta: dict, title: str) -> list[str]:
+    """Title and provenance lines of a Markdown report."""
+    return [f"# {title}", "",
+            f"{meta['date']} · commit {meta['git_sha']} · pyspark {meta['pyspark']} · {meta['java']} · "
+            f"{meta['machine']['cpus']} CPUs", ""]

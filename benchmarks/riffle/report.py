@@ -6,13 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from benchmarks.common import markdown_table
-
-
-def _header(meta: dict, title: str) -> list[str]:
-    return [f"# {title}", "",
-            f"{meta['date']} · commit {meta['git_sha']} · pyspark {meta['pyspark']} · {meta['java']} · "
-            f"{meta['machine']['cpus']} CPUs", ""]
+from benchmarks.common import markdown_table, report_header
 
 
 def write_synthetic_report(json_path: Path) -> Path:
@@ -24,7 +18,7 @@ def write_synthetic_report(json_path: Path) -> Path:
              s["avg_read_bytes"] / 1024, s["merged_fraction"], s["map_stage_s"], s["merge_tail_s"],
              s["reduce_stage_s"], s["job_s"], s["reduce_ratio"], s["job_ratio"]]
             for label, s in summary.items()]
-    md = _header(data["meta"], "Riffle: synthetic shuffle, N-way sweep") + [
+    md = report_header(data["meta"], "Riffle: synthetic shuffle, N-way sweep") + [
         f"{conf['maps']} maps x {conf['reducers']} reducers, {conf['block_kb']} KiB per map-reduce block, "
         f"{conf['executors']} executors (`local-cluster`), shuffle compression off, AQE off. All configurations "
         f"run in one application, interleaved over {conf['repeat']} rounds (per-job settings); medians.",
@@ -79,7 +73,7 @@ def write_slow_disk_report(json_path: Path) -> Path:
     conf, s = data["meta"]["conf"], data["summary"]
     rows = [[m, s[m]["reduce_stage_s"], s[m]["wall_s"], s[m]["reads_per_reducer"], s[m]["avg_read_bytes"] / 1024,
              int(s[m]["disk_reads"]), s[m]["disk_read_bytes"] / 2**20] for m in ("vanilla", "riffle")]
-    md = _header(data["meta"], "Riffle: cold reduce stage on an IOPS-capped disk") + [
+    md = report_header(data["meta"], "Riffle: cold reduce stage on an IOPS-capped disk") + [
         f"{conf['maps']} maps x {conf['reducers']} reducers, {conf['block_kb']} KiB blocks; Riffle N={conf['fan_in']} "
         f"(complete merge). Each round drops the page cache, puts the executors in a cgroup capped at "
         f"{conf['iops']} read IOPS on device {conf['device']} with {conf.get('io_unit_kb', '?')} KiB I/O units "

@@ -26,7 +26,7 @@ MANIFEST = "_ROTARY_BATCHES.json"
 DIMENSION_TABLES = ("customer", "nation", "part", "partsupp", "region", "supplier")
 
 
-class BatchDataError(RuntimeError):
+class BatchDataError(ValueError):
     """The TPC-H data or its batched copy is missing or unusable."""
 
 
@@ -39,14 +39,20 @@ class BatchedData:
     batches: int
     seed: int
 
-    def register(self, spark, batch_ids) -> None:
-        """Register every table as a temp view; the sampled ones restricted to ``batch_ids``."""
-        ids = ", ".join(str(int(b)) for b in batch_ids)
-        for table in SAMPLED_TABLES:
-            (spark.read.parquet(str(self.folder / table)).where(f"{BATCH_COLUMN} in ({ids})")
-             .drop(BATCH_COLUMN).createOrReplaceTempView(table))
+    def open(self, spark) -> dict:
+        """Every table as a DataFrame, read once (file listing is the slow part of a small step);
+        the dimension tables are registered as temp views of ``spark`` at the same time."""
+        frames = {t: spark.read.parquet(str(self.folder / t)) for t in SAMPLED_TABLES}
         for table in DIMENSION_TABLES:
             spark.read.parquet(str(self.data / table)).createOrReplaceTempView(table)
+        return frames
+
+    @staticmethod
+    def show_batches(frames: dict, batch_ids) -> None:
+        """Point the sampled tables' temp views at batches ``batch_ids`` of ``frames`` (from :meth:`open`)."""
+        ids = ", ".join(str(int(b)) for b in batch_ids)
+        for table, frame in frames.items():
+            frame.where(f"{BATCH_COLUMN} in ({ids})").drop(BATCH_COLUMN).createOrReplaceTempView(table)
 
     def register_whole(self, spark) -> None:
         """Register every table whole (the exact query's view of the data)."""

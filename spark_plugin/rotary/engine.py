@@ -56,7 +56,7 @@ class ProgressiveQuery:
                  confidence: float = 0.95):
         if not 0 < confidence < 1:
             raise ValueError(f"confidence must lie in (0, 1), not {confidence!r}")
-        self.spark = spark
+        self.spark = spark.newSession()  # its own temp views and SQL conf: jobs run side by side
         self.query = query
         self.spec: QuerySpec = load(query)
         self.data: BatchedData = prepare(spark, Path(data).expanduser(), batches, seed)
@@ -65,6 +65,7 @@ class ProgressiveQuery:
         self.order = random.Random(self.order_seed).sample(range(batches), batches)
         self.elapsed_s = 0.0
         self._totals: RunningTotals | None = None
+        self._frames: dict | None = None  # the tables, read once
 
     @property
     def batches(self) -> int:
@@ -103,7 +104,9 @@ class ProgressiveQuery:
 
     def partials(self, batch_ids) -> pd.DataFrame:
         """The spec's per-group partial totals over batches ``batch_ids`` (one Spark job)."""
-        self.data.register(self.spark, batch_ids)
+        if self._frames is None:
+            self._frames = self.data.open(self.spark)
+        self.data.show_batches(self._frames, batch_ids)
         frame = self.spark.sql(self.spec.sql)
         return pd.DataFrame([r.asDict() for r in frame.collect()], columns=frame.columns)
 

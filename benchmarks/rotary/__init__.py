@@ -1,0 +1,1 @@
+"""Rotary-AQP benchmarks (see run.py)."""

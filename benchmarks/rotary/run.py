@@ -1,0 +1,196 @@
+"""Rotary-AQP benchmarks: ``python -m benchmarks.rotary {time-to-accuracy,workload}``.
+
+* ``time-to-accuracy``: each supported query alone, progressively; the fraction of the exact
+  query's time (the TPC-H harness SQL over the whole tables, same session) at which the true
+  accuracy first reaches 95% and 99%.
+* ``workload``: a scaled Table 3.1 workload (``conf/rotary/table-3.1.json``) run under each policy
+  in turn in one application: attained jobs per class, false attainments, average waiting time
+  and the scheduler's overhead. Before the policies run, each query of the workload runs alone
+  once: that fills Rotary's history store and gives each job its isolated time (to the moment its
+  criterion is met alone), from which waiting time is measured as the thesis does.
+
+Each writes ``<date>-<sha>.<kind>.json`` plus Markdown and PNG under ``benchmarks/results/rotary/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.common import PROJECT_DIR, result_path, run_metadata, write_json
+
+from .report import write_time_to_accuracy_report, write_workload_report
+
+DEFINITION = PROJECT_DIR / "conf" / "rotary" / "table-3.1.json"
+
+
+def session(executors: int, fair: bool):
+    import spark_plugin
+
+    conf = {"spark.driver.memory": "2g", "spark.ui.showConsoleProgress": "false"}
+    if fair:
+        conf["spark.scheduler.mode"] = "FAIR"
+    return spark_plugin.session(f"local-cluster[{executors},1,2048]", features=["telemetry"], conf=conf)
+
+
+def dataset(spark, args):
+    from benchmarks.tpch.data import default_root, ensure_dataset
+    from spark_plugin import rotary
+
+    return rotary.prepare(spark, ensure_dataset(default_root(), args.sf, args.parts), args.batches)
+
+
+def time_to_accuracy(args) -> Path:
+    from tqdm import tqdm
+
+    from benchmarks.tpch.queries import query_text
+    from spark_plugin import rotary
+    from spark_plugin.rotary.accuracy import true_accuracy
+
+    spark = session(args.executors, fair=False)
+    try:
+        data = dataset(spark, args)
+        exact_session = spark.newSession()
+        data.register_whole(exact_session)
+        queries = args.queries or rotary.available()
+        results = {}
+        for q in tqdm(queries, desc="queries", file=sys.stderr):
+            sql = query_text(q, args.sf)
+            exact_session.sql(sql).collect()  # warm-up
+            exact_times = []
+            for _ in range(args.repeat):
+                start = time.perf_counter()
+                exact_session.sql(sql).collect()
+                exact_times.append(time.perf_counter() - start)
+            exact_s = statistics.median(exact_times)
+            job = rotary.ProgressiveQuery(spark, q, data.data, args.batches, data.seed)
+            truth = job.exact()
+            points = [(snap.elapsed_s, true_accuracy(snap.result, truth, job.spec), snap.fraction) for snap in job]
+            results[q] = {"exact_s": exact_s, "exact_runs_s": exact_times,
+                          "points": [{"elapsed_s": e, "true_accuracy": a, "fraction": f} for e, a, f in points],
+                          "progressive_total_s": points[-1][0],
+                          **{f"time_to_{int(level * 100)}": _first_time(points, level, exact_s) for level in (0.95, 0.99)}}
+    finally:
+        spark.stop()
+    meta = run_metadata({"sf": args.sf, "parts": args.parts, "batches": args.batches, "repeat": args.repeat,
+                         "executors": args.executors, "queries": queries})
+    path = write_json(result_path("rotary", "time-to-accuracy.json", meta, args.out), {"meta": meta, "queries": results})
+    print(write_time_to_accuracy_report(path))
+    return path
+
+
+def _first_time(points, level: float, exact_s: float) -> dict:
+    for elapsed, accuracy, fraction in points:
+        if accuracy >= level:
+            return {"seconds": elapsed, "of_exact": elapsed / exact_s, "fraction_of_data": fraction}
+    return {"seconds": None, "of_exact": None, "fraction_of_data": None}
+
+
+def workload(args) -> Path:
+    from spark_plugin import rotary
+    from spark_plugin.rotary import policies
+    from spark_plugin.rotary import workload as wl
+    from spark_plugin.rotary.accuracy import Envelope
+    from spark_plugin.rotary.arbiter import Arbiter
+    from spark_plugin.rotary.estimators import History, PastRun, features
+
+    definition = wl.load_definition(args.definition)
+    jobs = wl.generate(definition, seed=args.seed, time_scale=args.time_scale, jobs=args.jobs,
+                       mix={args.mix: 1.0} if args.mix else None)
+    spark = session(args.executors, fair=True)
+    runs = {}
+    try:
+        data = dataset(spark, args)
+        history, alone = History(), {}
+        for q in sorted({j.query for j in jobs}):  # each query alone once: history and isolated times
+            job = rotary.ProgressiveQuery(spark, q, data.data, args.batches, data.seed)
+            envelope = Envelope(job.spec, args.window)
+            alone[q] = [(snap.elapsed_s, envelope.add(snap.result)) for snap in job]
+            history.add(PastRun(features(job.spec, args.batches), [list(p) for p in alone[q]]))
+        for name in args.policies:
+            with tempfile.TemporaryDirectory(prefix="rotary-checkpoints-") as checkpoints:
+                arbiter = Arbiter(spark, data, policies.make(name), batches=args.batches, cores=args.cores,
+                                  epoch_s=args.epoch, window=args.window, checkpoint_dir=checkpoints,
+                                  history=History() if name != "rotary" else _copy(history),
+                                  progress=lambda e, n=name: print(f"[{n}] t={e['time_s']:.0f}s active={e['active']} "
+                                                                   f"pending={e['pending']} done={e['done']}",
+                                                                   file=sys.stderr))
+                start = time.perf_counter()
+                records = arbiter.run(jobs)
+                wall = time.perf_counter() - start
+            for r in records:
+                r["isolated_s"] = _isolated(alone[r["query"]], r["threshold"])
+                r["waiting_vs_alone_s"] = max(0.0, r["turnaround_s"] - r["isolated_s"])
+            runs[name] = {"records": records, "wall_s": wall, "overhead_s": arbiter.overhead_s}
+    finally:
+        spark.stop()
+    meta = run_metadata({"sf": args.sf, "parts": args.parts, "batches": args.batches, "jobs": len(jobs),
+                         "seed": args.seed, "time_scale": args.time_scale, "mix": args.mix or "table-3.1",
+                         "cores": args.cores, "epoch_s": args.epoch, "window": args.window,
+                         "executors": args.executors, "policies": args.policies})
+    payload = {"meta": meta, "workload": [j.__dict__ for j in jobs], "runs": runs}
+    path = write_json(result_path("rotary", f"workload-{args.mix or 'table-3.1'}.json", meta, args.out), payload)
+    print(write_workload_report(path))
+    return path
+
+
+def _copy(history):
+    from spark_plugin.rotary.estimators import History
+
+    fresh = History()
+    fresh.runs = list(history.runs)
+    return fresh
+
+
+def _isolated(points, threshold: float) -> float:
+    """When a job alone would have met its criterion: its envelope reaching the threshold, or the end."""
+    for elapsed, estimate in points:
+        if estimate >= threshold:
+            return elapsed
+    return points[-1][0]
+
+
+def main(argv=None) -> int:
+    from spark_plugin.rotary import policies
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.rotary", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="kind", required=True)
+    for name, helptext in (("time-to-accuracy", "each query alone: time to 95%/99% true accuracy"),
+                           ("workload", "Table 3.1 workload under each policy")):
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument("--sf", type=float, default=0.1, help="TPC-H scale factor (default 0.1)")
+        p.add_argument("--parts", type=int, default=4, help="Parquet files per table (default 4)")
+        p.add_argument("--batches", type=int, default=20, help="batches per fact table (default 20)")
+        p.add_argument("--executors", type=int, default=2, help="executor JVMs, 1 core each (default 2)")
+        p.add_argument("--out", type=Path, default=None, help="output folder (default benchmarks/results/rotary)")
+    tta = sub.choices["time-to-accuracy"]
+    tta.add_argument("--queries", type=lambda s: [int(x) for x in s.split(",")], default=None,
+                     help="comma-separated query numbers (default: every supported one)")
+    tta.add_argument("--repeat", type=int, default=3, help="timed runs of each exact query (default 3)")
+    w = sub.choices["workload"]
+    w.add_argument("--definition", type=Path, default=DEFINITION, help="workload definition JSON")
+    w.add_argument("--jobs", type=int, default=None, help="number of jobs (default: the definition's 30)")
+    w.add_argument("--seed", type=int, default=0)
+    w.add_argument("--time-scale", type=float, default=0.05, help="multiplies deadlines and inter-arrivals")
+    w.add_argument("--mix", choices=["light", "medium", "heavy"], default=None, help="a skewed workload of one class")
+    w.add_argument("--policies", type=lambda s: s.split(","), default=list(policies.POLICIES),
+                   help="comma-separated (default: rotary,rr,edf,laf,relaqs)")
+    w.add_argument("--cores", type=int, default=2, help="cores arbitrated (default 2)")
+    w.add_argument("--epoch", type=float, default=2.0, help="base epoch in seconds (default 2)")
+    w.add_argument("--window", type=int, default=3, help="envelope window (default 3)")
+    args = parser.parse_args(argv)
+    if args.sf <= 0 or args.batches < 2 or args.executors < 1:
+        parser.error("--sf must be > 0, --batches >= 2, --executors >= 1")
+    if args.kind == "workload":
+        unknown = [p for p in args.policies if p not in policies.POLICIES]
+        if unknown:
+            parser.error(f"unknown policies {unknown}; choose from {','.join(policies.POLICIES)}")
+        workload(args)
+    else:
+        time_to_accuracy(args)
+    return 0

@@ -1,0 +1,212 @@
+"""Concurrent approximate jobs in one Spark application, with cores re-arbitrated every epoch.
+
+The loop (thesis Algorithm 3/4): at each epoch boundary, admit the jobs that arrived, ask the
+policy for cores among the jobs whose epoch ended, checkpoint to disk the jobs that lost their
+cores (and resume those that got some back), then run every granted job for one epoch in its own
+thread. After each batch a job's envelope estimate is checked against its criterion; attained and
+unattained jobs leave.
+
+Cores are enforced per job and epoch in two ways: the job's queries run with
+``spark.sql.shuffle.partitions = cores`` (its own SQL session), and, under
+``spark.scheduler.mode=FAIR``, in a scheduler pool created at run time with ``minShare`` and
+``weight`` equal to its cores, so contending jobs share the executors in those proportions. Scan
+stages of whole dimension tables may still take one task per file.
+
+Rotary's adaptive epochs: a job keeps its grant for ``round(memory / smallest memory)`` base epochs
+(at most ``max_epoch_factor``), so heavy jobs report progress per unit of work like light ones.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import criteria as crit
+from .accuracy import Envelope, true_accuracy
+from .engine import ProgressiveQuery
+from .estimators import History, PastRun, ProgressEstimator, batch_input_bytes, features
+from .policies import JobView, Policy
+from .queries import load
+from .workload import WorkloadJob
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclass
+class ActiveJob:
+    spec: WorkloadJob
+    criterion: crit.Criterion
+    memory: float = 0.0
+    query: ProgressiveQuery | None = None  # None while paused on disk or not started
+    checkpoint: Path | None = None
+    cores: int = 0
+    epochs_left: int = 0
+    epochs: int = 0
+    envelope: Envelope | None = None
+    estimate: float = 0.0
+    previous: float | None = None
+    gains: list = field(default_factory=list)
+    live: list = field(default_factory=list)  # (processing seconds, estimate) pairs
+    processing_s: float = 0.0
+    batches_done: int = 0
+    last_result: object = None
+    checkpoints: int = 0
+
+
+class Arbiter:
+    def __init__(self, spark, data, policy: Policy, *, batches: int = 20, cores: int | None = None,
+                 memory: float | None = None, epoch_s: float = 2.0, window: int = 3, max_epoch_factor: int = 3,
+                 checkpoint_dir, history: History | None = None, progress=None):
+        self.spark, self.data, self.policy, self.batches = spark, data, policy, batches
+        self.cores = cores or spark.sparkContext.defaultParallelism
+        self.memory = float("inf") if memory is None else memory
+        self.epoch_s, self.window, self.max_epoch_factor = epoch_s, window, max_epoch_factor
+        self.checkpoint_dir = Path(checkpoint_dir)
+        self.estimator = ProgressEstimator(history)
+        self.history = history
+        self.progress = progress or (lambda event: None)
+        self.fair = spark.sparkContext.getConf().get("spark.scheduler.mode", "FIFO").upper() == "FAIR"
+        if not self.fair:
+            LOG.warning("spark.scheduler.mode is not FAIR: cores are enforced by per-job parallelism only")
+        self.overhead_s = 0.0
+        self._exact: dict[int, object] = {}
+
+    # -- the loop ------------------------------------------------------------------------------
+    def run(self, workload: list[WorkloadJob]) -> list[dict]:
+        """Run ``workload`` to the end; one record per job (see :meth:`_record`)."""
+        for q in sorted({j.query for j in workload}):  # exact answers, for true accuracy only
+            self._exact[q] = ProgressiveQuery(self.spark, q, self.data.data, self.batches, self.data.seed).exact()
+        pending = sorted(workload, key=lambda j: j.arrival_s)
+        active: dict[str, ActiveJob] = {}
+        records = []
+        start = time.perf_counter()
+        while pending or active:
+            now = time.perf_counter() - start
+            while pending and pending[0].arrival_s <= now:
+                job = self._admit(pending.pop(0))
+                active[job.spec.job_id] = job
+            if not active:
+                time.sleep(max(0.0, min(self.epoch_s, pending[0].arrival_s - now)))
+                continue
+            tick = time.perf_counter()
+            self._arbitrate(active, now)
+            self.overhead_s += time.perf_counter() - tick
+            running = [j for j in active.values() if j.cores > 0]
+            threads = [threading.Thread(target=self._run_epoch, args=(j, start), name=j.spec.job_id) for j in running]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            if not running:
+                time.sleep(self.epoch_s)
+            now = time.perf_counter() - start
+            for job in list(active.values()):
+                status = self._status(job, now)
+                if status != crit.RUNNING:
+                    records.append(self._finish(job, status, now))
+                    del active[job.spec.job_id]
+            self.progress({"time_s": now, "active": len(active), "pending": len(pending), "done": len(records)})
+        return records
+
+    def _admit(self, spec: WorkloadJob) -> ActiveJob:
+        job = ActiveJob(spec, crit.accuracy(spec.threshold, seconds=spec.deadline_s))
+        job.envelope = Envelope(load(spec.query), self.window)
+        job.memory = batch_input_bytes(job.envelope.spec, self.data)
+        return job
+
+    def _arbitrate(self, active: dict, now: float) -> None:
+        held = [j for j in active.values() if j.epochs_left > 0]
+        deciding = [j for j in active.values() if j.epochs_left == 0]
+        free_cores = self.cores - sum(j.cores for j in held)
+        free_memory = self.memory - sum(j.memory for j in held)
+        views = [self._view(j) for j in deciding]
+        grant = self.policy.allocate(views, free_cores, free_memory)
+        smallest = min(j.memory for j in active.values()) or 1.0
+        for job in deciding:
+            cores = grant.get(job.spec.job_id, 0)
+            if cores == 0 and job.query is not None:
+                self._pause(job)
+            job.cores = cores
+            if cores:
+                factor = round(job.memory / smallest) if self.policy.adaptive_epochs else 1
+                job.epochs_left = max(1, min(self.max_epoch_factor, factor))
+
+    def _view(self, job: ActiveJob) -> JobView:
+        epoch = self.epoch_s * (max(1, job.epochs_left) if self.policy.adaptive_epochs else 1)
+        predicted = self.estimator.predict(features(job.envelope.spec, self.batches), job.live,
+                                           job.processing_s + epoch)
+        return JobView(job.spec.job_id, job.spec.arrival_s, job.spec.arrival_s + job.spec.deadline_s,
+                       job.spec.threshold, job.memory, job.estimate, predicted,
+                       job.gains[-1] if job.gains else None)
+
+    # -- one job's epoch (in its own thread) ------------------------------------------------------
+    def _run_epoch(self, job: ActiveJob, start: float) -> None:
+        if job.query is None:
+            job.query = (ProgressiveQuery.resume(self.spark, job.checkpoint) if job.checkpoint
+                         else ProgressiveQuery(self.spark, job.spec.query, self.data.data, self.batches, self.data.seed))
+        session = job.query.spark
+        session.conf.set("spark.sql.shuffle.partitions", str(job.cores))
+        sc = session.sparkContext
+        sc.setJobGroup(f"rotary-{job.spec.job_id}-{job.epochs}-c{job.cores}", f"{job.spec.job_id} epoch {job.epochs}")
+        if self.fair:
+            sc.setLocalProperty("spark.scheduler.pool", self._pool(job.spec.job_id, job.cores))
+        epoch_end = time.perf_counter() + self.epoch_s
+        before = job.estimate
+        while not job.query.done:
+            snapshot = job.query.step()
+            job.processing_s, job.batches_done = job.query.elapsed_s, job.query.batches_done
+            job.last_result = snapshot.result
+            job.previous, job.estimate = job.estimate, job.envelope.add(snapshot.result)
+            job.live.append((job.processing_s, job.estimate))
+            if self._status(job, time.perf_counter() - start) != crit.RUNNING or time.perf_counter() >= epoch_end:
+                break
+        job.gains.append(job.estimate - before)
+        job.epochs += 1
+        job.epochs_left -= 1
+
+    def _pool(self, job_id: str, cores: int) -> str:
+        """A FAIR pool with minShare = weight = ``cores`` for this job, created on first use."""
+        name = f"rotary-{job_id}-{cores}"
+        sc = self.spark.sparkContext
+        root = sc._jsc.sc().taskScheduler().rootPool()
+        if root.getSchedulableByName(name) is None:
+            jvm = sc._jvm
+            root.addSchedulable(jvm.org.apache.spark.scheduler.Pool(
+                name, jvm.org.apache.spark.scheduler.SchedulingMode.FAIR(), cores, cores))
+        return name
+
+    def _pause(self, job: ActiveJob) -> None:
+        job.checkpoint = self.checkpoint_dir / job.spec.job_id
+        job.query.checkpoint(job.checkpoint)
+        job.query = None
+        job.checkpoints += 1
+
+    # -- ending -------------------------------------------------------------------------------
+    def _status(self, job: ActiveJob, now: float) -> str:
+        done = job.query is not None and job.query.done
+        return job.criterion.status(crit.Progress(now - job.spec.arrival_s, job.epochs, job.estimate, job.previous,
+                                                  complete=done))
+
+    def _finish(self, job: ActiveJob, status: str, now: float) -> dict:
+        spec = job.envelope.spec
+        truth = (true_accuracy(job.last_result, self._exact[job.spec.query], spec)
+                 if job.last_result is not None else 0.0)
+        if self.history is not None and job.live:
+            self.history.add(PastRun(features(spec, self.batches), [list(p) for p in job.live]))
+        if job.checkpoint:
+            shutil.rmtree(job.checkpoint, ignore_errors=True)
+        return self._record(job, status, now, truth)
+
+    def _record(self, job: ActiveJob, status: str, now: float, truth: float) -> dict:
+        s = job.spec
+        return {"job_id": s.job_id, "query": s.query, "kind": s.kind, "threshold": s.threshold,
+                "deadline_s": s.deadline_s, "arrival_s": s.arrival_s, "status": status,
+                "finish_s": now, "turnaround_s": now - s.arrival_s, "processing_s": job.processing_s,
+                "waiting_s": max(0.0, now - s.arrival_s - job.processing_s), "epochs": job.epochs,
+                "batches_done": job.batches_done, "estimate": job.estimate, "true_accuracy": float(truth),
+                "false_attainment": bool(status == crit.ATTAINED and truth < s.threshold),
+                "checkpoints": job.checkpoints, "memory_bytes": job.memory}

@@ -1,0 +1,84 @@
+"""Concurrent approximate jobs in one application on local-cluster, under each arbitration policy."""
+
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pytest
+
+import spark_plugin
+from benchmarks.tpch.data import ensure_dataset
+from spark_plugin import rotary
+from spark_plugin.rotary import policies
+from spark_plugin.rotary import workload as wl
+from spark_plugin.rotary.arbiter import Arbiter
+from spark_plugin.rotary.workload import WorkloadJob
+
+pytestmark = pytest.mark.spark
+
+SPARK_SESSION = dict(master="local-cluster[2,1,1024]", features=["telemetry"], conf={"spark.scheduler.mode": "FAIR"})
+BATCHES = 4
+DEFINITION = Path(__file__).parents[2] / "conf" / "rotary" / "table-3.1.json"
+
+
+@pytest.fixture(scope="module")
+def data(spark, session_dir):
+    return rotary.prepare(spark, ensure_dataset(session_dir / "tpch", 0.01, 2), BATCHES)
+
+
+def _workload():
+    return [WorkloadJob("a", 6, "light", 0.95, 60.0, 0.0), WorkloadJob("b", 1, "light", 0.6, 60.0, 0.0),
+            WorkloadJob("c", 5, "medium", 0.9, 60.0, 0.5)]
+
+
+@pytest.mark.parametrize("name", ["rotary", "rr"])
+def test_every_job_ends_and_each_epoch_runs_with_its_granted_cores(spark, data, tmp_path, name):
+    tm = spark_plugin.telemetry(spark)
+    mark = tm.mark()
+    arbiter = Arbiter(spark, data, policies.make(name), batches=BATCHES, cores=2, epoch_s=0.3,
+                      checkpoint_dir=tmp_path / "checkpoints")
+    records = arbiter.run(_workload())
+    assert sorted(r["job_id"] for r in records) == ["a", "b", "c"]
+    for r in records:
+        assert r["status"] in ("attained", "unattained")
+        assert 0 <= r["true_accuracy"] <= 1 and r["waiting_s"] >= 0
+        if r["status"] == "attained" and r["batches_done"] < BATCHES:  # stopped early on its envelope
+            assert r["estimate"] >= r["threshold"]
+    # Three jobs on two cores: someone waited, and was paused to disk if it had started.
+    assert any(r["waiting_s"] > 0.2 for r in records)
+    assert not any((tmp_path / "checkpoints").glob("*/state.json")), "checkpoints go with their jobs"
+    assert arbiter.overhead_s < 0.5
+    tasks = tm.records(since=mark)["task"]
+    groups = pc.unique(tasks["jobGroup"]).to_pylist()
+    epochs = [g for g in groups if g and g.startswith("rotary-")]
+    assert epochs
+    for group in epochs:
+        cores = int(group.rsplit("-c", 1)[1])
+        mine = tasks.filter(pc.equal(tasks["jobGroup"], group))
+        reads = mine.filter(pc.greater(pc.add(mine["shuffleLocalBlocks"], mine["shuffleRemoteBlocks"]), 0))
+        for stage in pc.unique(reads["stageId"]).to_pylist():
+            assert len(reads.filter(pc.equal(reads["stageId"], stage))) <= cores, f"{group}: more tasks than cores"
+
+
+def test_a_paused_job_resumes_from_its_checkpoint_where_it_stopped(spark, data, tmp_path):
+    jobs = [WorkloadJob("x", 1, "light", 0.99, 60.0, 0.0), WorkloadJob("y", 6, "light", 0.99, 60.0, 0.0)]
+    arbiter = Arbiter(spark, data, policies.make("rr"), batches=BATCHES, cores=1, epoch_s=0.1,
+                      checkpoint_dir=tmp_path)
+    records = {r["job_id"]: r for r in arbiter.run(jobs)}
+    # One core, two jobs taking turns: each was paused at least once and still processed every batch.
+    assert all(r["checkpoints"] >= 1 for r in records.values())
+    assert all(r["batches_done"] == BATCHES and r["true_accuracy"] == 1.0 for r in records.values())
+
+
+def test_table_3_1_workloads_are_seeded_and_scaled():
+    definition = wl.load_definition(DEFINITION)
+    a = wl.generate(definition, seed=3, time_scale=0.1)
+    assert a == wl.generate(definition, seed=3, time_scale=0.1) and a != wl.generate(definition, seed=4, time_scale=0.1)
+    assert len(a) == 30 and a[0].arrival_s == 0
+    assert all(j.query in rotary.available() for j in a)
+    assert {j.kind for j in a} == {"light", "medium", "heavy"}
+    light = definition["classes"]["light"]["deadlines_s"]
+    assert all(j.deadline_s in [d * 0.1 for d in light] for j in a if j.kind == "light")
+    heavy = wl.generate(definition, seed=3, mix={"heavy": 1})
+    assert {j.kind for j in heavy} == {"heavy"}
+    with pytest.raises(ValueError, match="unknown job class 'huge'"):
+        wl.generate(definition, mix={"huge": 1})
