@@ -40,9 +40,10 @@ def write_time_to_accuracy_report(json_path: Path) -> Path:
     md_path.write_text("\n".join(md))
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    for q, r in queries.items():
+    colors = plt.get_cmap("tab20").colors
+    for i, (q, r) in enumerate(queries.items()):
         ax.plot([p["elapsed_s"] / r["exact_s"] for p in r["points"]], [p["true_accuracy"] for p in r["points"]],
-                marker=".", label=f"Q{q}")
+                marker=".", color=colors[i % len(colors)], label=f"Q{q}")
     for level in (0.95, 0.99):
         ax.axhline(level, color="grey", linewidth=0.6, linestyle="--")
     ax.set_xlabel("processing time / exact query time")
@@ -75,7 +76,7 @@ def write_workload_report(json_path: Path) -> Path:
             for name, s in summaries.items()]
     md = report_header(data["meta"], f"Rotary: {conf['jobs']} approximate jobs ({conf['mix']}) under each policy") + [
         f"SF {conf['sf']:g}, {conf['batches']} batches, {conf['cores']} cores arbitrated every {conf['epoch_s']:g} s "
-        f"(`local-cluster[{conf['executors']},1,2048]`, FAIR pools); workload seed {conf['seed']}, times x "
+        f"(`local-cluster[{conf['executors']},{conf.get('executor_cores', 1)},2048]`, FAIR pools); workload seed {conf['seed']}, times x "
         f"{conf['time_scale']:g} of Table 3.1; envelope window {conf['window']}. Policies ran one after another "
         "on the same workload in one application.", "",
         markdown_table(["policy", "light", "medium", "heavy", "attained", "false attainments", "avg waiting s",

@@ -28,20 +28,20 @@ from .report import write_time_to_accuracy_report, write_workload_report
 DEFINITION = PROJECT_DIR / "conf" / "rotary" / "table-3.1.json"
 
 
-def session(executors: int, fair: bool):
+def session(executors: int, fair: bool, executor_cores: int = 1):
     import spark_plugin
 
     conf = {"spark.driver.memory": "2g", "spark.ui.showConsoleProgress": "false"}
     if fair:
         conf["spark.scheduler.mode"] = "FAIR"
-    return spark_plugin.session(f"local-cluster[{executors},1,2048]", features=["telemetry"], conf=conf)
+    return spark_plugin.session(f"local-cluster[{executors},{executor_cores},2048]", features=["telemetry"], conf=conf)
 
 
 def dataset(spark, args):
     from benchmarks.tpch.data import default_root, ensure_dataset
     from spark_plugin import rotary
 
-    return rotary.prepare(spark, ensure_dataset(default_root(), args.sf, args.parts), args.batches)
+    return rotary.prepare(spark, ensure_dataset(args.data or default_root(), args.sf, args.parts), args.batches)
 
 
 def time_to_accuracy(args) -> Path:
@@ -101,7 +101,7 @@ def workload(args) -> Path:
     definition = wl.load_definition(args.definition)
     jobs = wl.generate(definition, seed=args.seed, time_scale=args.time_scale, jobs=args.jobs,
                        mix={args.mix: 1.0} if args.mix else None)
-    spark = session(args.executors, fair=True)
+    spark = session(args.executors, fair=True, executor_cores=args.executor_cores)
     runs = {}
     try:
         data = dataset(spark, args)
@@ -130,10 +130,11 @@ def workload(args) -> Path:
         spark.stop()
     meta = run_metadata({"sf": args.sf, "parts": args.parts, "batches": args.batches, "jobs": len(jobs),
                          "seed": args.seed, "time_scale": args.time_scale, "mix": args.mix or "table-3.1",
-                         "cores": args.cores, "epoch_s": args.epoch, "window": args.window,
+                         "cores": args.cores, "executor_cores": args.executor_cores, "epoch_s": args.epoch, "window": args.window,
                          "executors": args.executors, "policies": args.policies})
     payload = {"meta": meta, "workload": [j.__dict__ for j in jobs], "runs": runs}
-    path = write_json(result_path("rotary", f"workload-{args.mix or 'table-3.1'}.json", meta, args.out), payload)
+    name = f"workload-{args.mix or 'table-3.1'}-x{args.time_scale:g}-{args.cores}cores.json"
+    path = write_json(result_path("rotary", name, meta, args.out), payload)
     print(write_workload_report(path))
     return path
 
@@ -167,6 +168,7 @@ def main(argv=None) -> int:
         p.add_argument("--parts", type=int, default=4, help="Parquet files per table (default 4)")
         p.add_argument("--batches", type=int, default=20, help="batches per fact table (default 20)")
         p.add_argument("--executors", type=int, default=2, help="executor JVMs, 1 core each (default 2)")
+        p.add_argument("--data", type=Path, default=None, help="TPC-H data root (default ~/.cache/sparkrm/tpch)")
         p.add_argument("--out", type=Path, default=None, help="output folder (default benchmarks/results/rotary)")
     tta = sub.choices["time-to-accuracy"]
     tta.add_argument("--queries", type=lambda s: [int(x) for x in s.split(",")], default=None,
@@ -181,6 +183,8 @@ def main(argv=None) -> int:
     w.add_argument("--policies", type=lambda s: s.split(","), default=list(policies.POLICIES),
                    help="comma-separated (default: rotary,rr,edf,laf,relaqs)")
     w.add_argument("--cores", type=int, default=2, help="cores arbitrated (default 2)")
+    w.add_argument("--executor-cores", type=int, default=1,
+                   help="task slots per executor (default 1; more than the machine's cores oversubscribes it)")
     w.add_argument("--epoch", type=float, default=2.0, help="base epoch in seconds (default 2)")
     w.add_argument("--window", type=int, default=3, help="envelope window (default 3)")
     args = parser.parse_args(argv)

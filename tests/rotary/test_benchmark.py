@@ -1,0 +1,39 @@
+"""``python -m benchmarks.rotary`` end to end at toy scale: reports are written and consistent."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+
+def _bench(*args):
+    return subprocess.run([sys.executable, "-m", "benchmarks.rotary", *args], capture_output=True, text=True,
+                          timeout=900)
+
+
+def test_time_to_accuracy_and_workload_reports(tmp_path):
+    common = ["--sf", "0.01", "--parts", "2", "--batches", "3", "--data", str(tmp_path / "tpch"), "--out", str(tmp_path)]
+    tta = _bench("time-to-accuracy", "--queries", "6", "--repeat", "1", *common)
+    assert tta.returncode == 0, tta.stderr[-3000:]
+    [result] = tmp_path.glob("*.time-to-accuracy.json")
+    queries = json.loads(result.read_text())["queries"]
+    assert set(queries) == {"6"}
+    assert all(q["points"][-1]["true_accuracy"] == 1.0 and q["exact_s"] > 0 for q in queries.values())
+    assert result.with_suffix(".md").is_file() and result.with_suffix(".png").is_file()
+
+    run = _bench("workload", "--jobs", "2", "--policies", "rotary,edf", "--time-scale", "0.05", "--epoch", "0.3",
+                 *common)
+    assert run.returncode == 0, run.stderr[-3000:]
+    [result] = tmp_path.glob("*.workload-*.json")
+    runs = json.loads(result.read_text())["runs"]
+    assert set(runs) == {"rotary", "edf"}
+    assert all(len(r["records"]) == 2 and r["wall_s"] > 0 for r in runs.values())
+    assert "| rotary |" in result.with_suffix(".md").read_text()
+
+
+def test_unknown_policy_is_refused(tmp_path):
+    run = _bench("workload", "--policies", "fifo", "--out", str(tmp_path))
+    assert run.returncode == 2 and "unknown policies ['fifo']" in run.stderr
