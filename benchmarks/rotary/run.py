@@ -105,7 +105,7 @@ def workload(args) -> Path:
     runs = {}
     try:
         data = dataset(spark, args)
-        history, alone = History(), {}
+        history, alone, exact = History(), {}, {}
         for q in sorted({j.query for j in jobs}):  # each query alone once: history and isolated times
             job = rotary.ProgressiveQuery(spark, q, data.data, args.batches, data.seed)
             envelope = Envelope(job.spec, args.window)
@@ -115,7 +115,7 @@ def workload(args) -> Path:
             with tempfile.TemporaryDirectory(prefix="rotary-checkpoints-") as checkpoints:
                 arbiter = Arbiter(spark, data, policies.make(name), batches=args.batches, cores=args.cores,
                                   epoch_s=args.epoch, window=args.window, checkpoint_dir=checkpoints,
-                                  history=History() if name != "rotary" else _copy(history),
+                                  history=history if name == "rotary" else None, exact_answers=exact,
                                   progress=lambda e, n=name: print(f"[{n}] t={e['time_s']:.0f}s active={e['active']} "
                                                                    f"pending={e['pending']} done={e['done']}",
                                                                    file=sys.stderr))
@@ -137,14 +137,6 @@ def workload(args) -> Path:
     path = write_json(result_path("rotary", name, meta, args.out), payload)
     print(write_workload_report(path))
     return path
-
-
-def _copy(history):
-    from spark_plugin.rotary.estimators import History
-
-    fresh = History()
-    fresh.runs = list(history.runs)
-    return fresh
 
 
 def _isolated(points, threshold: float) -> float:

@@ -60,7 +60,8 @@ class ActiveJob:
 class Arbiter:
     def __init__(self, spark, data, policy: Policy, *, batches: int = 20, cores: int | None = None,
                  memory: float | None = None, epoch_s: float = 2.0, window: int = 3, max_epoch_factor: int = 3,
-                 checkpoint_dir, history: History | None = None, progress=None):
+                 checkpoint_dir, history: History | None = None, exact_answers: dict | None = None,
+                 progress=None):
         self.spark, self.data, self.policy, self.batches = spark, data, policy, batches
         self.cores = cores or spark.sparkContext.defaultParallelism
         self.memory = float("inf") if memory is None else memory
@@ -73,12 +74,13 @@ class Arbiter:
         if not self.fair:
             LOG.warning("spark.scheduler.mode is not FAIR: cores are enforced by per-job parallelism only")
         self.overhead_s = 0.0
-        self._exact: dict[int, object] = {}
+        #: Exact answers per query, for true accuracy only; pass one dict to several arbiters to compute them once.
+        self._exact = {} if exact_answers is None else exact_answers
 
     # -- the loop ------------------------------------------------------------------------------
     def run(self, workload: list[WorkloadJob]) -> list[dict]:
         """Run ``workload`` to the end; one record per job (see :meth:`_record`)."""
-        for q in sorted({j.query for j in workload}):  # exact answers, for true accuracy only
+        for q in sorted({j.query for j in workload} - set(self._exact)):
             self._exact[q] = ProgressiveQuery(self.spark, q, self.data.data, self.batches, self.data.seed).exact()
         pending = sorted(workload, key=lambda j: j.arrival_s)
         active: dict[str, ActiveJob] = {}
@@ -136,9 +138,8 @@ class Arbiter:
                 job.epochs_left = max(1, min(self.max_epoch_factor, factor))
 
     def _view(self, job: ActiveJob) -> JobView:
-        epoch = self.epoch_s * (max(1, job.epochs_left) if self.policy.adaptive_epochs else 1)
         predicted = self.estimator.predict(features(job.envelope.spec, self.batches), job.live,
-                                           job.processing_s + epoch)
+                                           job.processing_s + self.epoch_s)
         return JobView(job.spec.job_id, job.spec.arrival_s, job.spec.arrival_s + job.spec.deadline_s,
                        job.spec.threshold, job.memory, job.estimate, predicted,
                        job.gains[-1] if job.gains else None)

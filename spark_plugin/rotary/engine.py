@@ -86,7 +86,7 @@ class ProgressiveQuery:
         start = time.perf_counter()
         partials = self.partials([self.order[self.batches_done]])
         if self._totals is None:
-            self._totals = RunningTotals(self.spec.keys, self.spec.check_partials(list(partials.columns)))
+            self._totals = self._new_totals(partials)
         self._totals.add(partials)
         self.elapsed_s += time.perf_counter() - start
         return self.snapshot()
@@ -113,10 +113,12 @@ class ProgressiveQuery:
     def exact(self) -> pd.DataFrame:
         """The exact answer, by the same spec over the whole data in one Spark job (for accuracy)."""
         partials = self.partials(range(self.batches))
-        totals = RunningTotals(self.spec.keys, self.spec.check_partials(list(partials.columns)))
+        totals = self._new_totals(partials)
         totals.add(partials)
-        totals.batches_done = self.batches  # one pass over all batches: scale 1
-        return totals.estimate(self.spec, self.batches, self.confidence)[0]
+        return totals.estimate(self.spec, 1, self.confidence)[0]  # one batch of one: scale 1
+
+    def _new_totals(self, partials: pd.DataFrame) -> RunningTotals:
+        return RunningTotals(self.spec.keys, self.spec.check_partials(list(partials.columns)))
 
     # -- checkpoint and resume ---------------------------------------------------------------
     def checkpoint(self, path) -> Path:

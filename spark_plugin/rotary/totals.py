@@ -138,8 +138,7 @@ def _pair(a: str, b: str) -> str:
 def _times(value, scale: Decimal):
     if isinstance(value, float):
         return value * float(scale)
-    result = Decimal(value) * scale
-    return int(value) if scale == 1 and isinstance(value, int) else result
+    return value if scale == 1 else Decimal(value) * scale
 
 
 def _sortable(value):
