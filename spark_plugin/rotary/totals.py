@@ -56,11 +56,11 @@ class RunningTotals:
         """The answer's estimate (outputs, ordered and limited) and the CI half-widths of its aggregates."""
         b, exact_groups = self.batches_done, spec.exact_groups
         z = student_t.ppf((1 + confidence) / 2, b - 1) if b > 1 else np.nan
-        scale = 1 if exact_groups else batches / b
         exact_scale = Decimal(1) if exact_groups else Decimal(batches) / Decimal(b)
         totals_exact = {c: self.exact[c].map(lambda v: _times(v, exact_scale)) for c in self.totals}
-        totals_float = {c: self.sums[c] * scale for c in self.totals}
-        cov = self._covariance(batches) if not exact_groups else None
+        if not exact_groups:
+            totals_float = {c: self.sums[c] * (batches / b) for c in self.totals}
+            cov = self._covariance(batches)
         result = pd.DataFrame(index=self.exact.index)
         half = pd.DataFrame(index=self.exact.index)
         for out in spec.outputs:
@@ -68,11 +68,11 @@ class RunningTotals:
                 continue
             if out.derived:
                 result[out.name] = out.expression.evaluate(totals_exact, exact=True)
-                var = self._delta_variance(out.expression, totals_float, cov) if cov is not None else 0.0
+                var = None if exact_groups else self._delta_variance(out.expression, totals_float, cov)
             else:
                 result[out.name] = totals_exact[out.name]
-                var = cov[(out.name, out.name)] if cov is not None else 0.0
-            half[out.name] = z * np.sqrt(var) if b > 1 or exact_groups else np.nan
+                var = None if exact_groups else cov[(out.name, out.name)]
+            half[out.name] = 0.0 if exact_groups else z * np.sqrt(var)  # groups seen whole are exact
         result = result.reset_index()
         half = half.reset_index()
         if ALL_ROWS_KEY in result:

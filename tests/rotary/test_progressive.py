@@ -114,3 +114,9 @@ def test_bad_input_is_refused_with_a_reason(spark, data, tmp_path):
     job = rotary.ProgressiveQuery(spark, 6, data, batches=BATCHES)
     with pytest.raises(RuntimeError, match="no batch processed yet"):
         job.snapshot()
+
+
+def test_groups_seen_whole_have_no_interval_from_the_first_batch(spark, data):
+    job = rotary.ProgressiveQuery(spark, 3, data, batches=BATCHES)  # Q3's groups are orders
+    first = job.step()
+    assert (first.ci[job.spec.aggregates].to_numpy() == 0).all()
