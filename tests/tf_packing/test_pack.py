@@ -1,0 +1,135 @@
+"""The packed unit: isolation, shared preprocessing, load/free round trip and hot replacement."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from .conftest import make_mlp
+
+EPOCHS = 2
+
+
+def train_alone(model, x, y, batches, batch_size):
+    """Train ``model`` alone with Keras on a member's planned batches; return its per-step losses."""
+    losses = []
+    for rows in batches:
+        assert len(rows) <= batch_size
+        model.reset_metrics()
+        losses.append(float(model.train_on_batch(x[rows], y[rows])))
+    return losses
+
+
+def weights_close(a, b, atol):
+    return all(np.allclose(u, v, atol=atol, rtol=0) for u, v in zip(a, b))
+
+
+@pytest.mark.parametrize("sizes, fuse, atol", [
+    ((32, 32), "never", 1e-6),     # aligned batches, separate matmuls
+    ((32, 20), "auto", 1e-6),      # misaligned batches: pad/slice
+    ((32, 32), "always", 1e-5),    # stacked-weight fusion: same maths, batched products
+])
+def test_member_in_pack_matches_member_alone(tf_det, toy_data, sizes, fuse, atol):
+    from tf_packing import pack
+
+    x, y = toy_data
+    specs = [("a", 1, 0.01, "adam"), ("b", 2, 0.1, "sgd")]
+    packed = pack([make_mlp(s, lr, opt) for _, s, lr, opt in specs], batch_sizes=list(sizes),
+                  names=[n for n, *_ in specs], epochs=EPOCHS, fuse=fuse)
+    history = packed.fit(x, y, shuffle=True, seed=3, record=True)
+    assert [len(history[n]) for n, *_ in specs] == [EPOCHS * -(-300 // b) for b in sizes]
+    for (name, seed, lr, opt), b in zip(specs, sizes):
+        alone = make_mlp(seed, lr, opt)
+        curve = train_alone(alone, x, y, packed.planner_.history_[name], b)
+        assert weights_close(packed.checkpoints_[name].weights, alone.get_weights(), atol)
+        assert np.allclose(history[name], curve, atol=1e-5, rtol=1e-5)
+
+
+def test_preprocessing_runs_once_per_packed_step(tf_det, toy_data):
+    from tf_packing import pack
+
+    x, y = toy_data
+    packed = pack([make_mlp(s) for s in range(3)], batch_sizes=50, names=["a", "b", "c"],
+                  preprocess=lambda t: t * 2.0)
+    packed.fit(x, y)
+    assert (packed.steps_, packed.preprocess_calls_) == (6, 6)
+    sequential = 0
+    for s in range(3):  # the same three members trained one after another
+        alone = pack([make_mlp(s)], batch_sizes=50, preprocess=lambda t: t * 2.0)
+        alone.fit(x, y)
+        sequential += alone.preprocess_calls_
+    assert sequential == 18
+
+
+def test_free_and_load_round_trip_continues_exactly(tf_det, toy_data):
+    from tf_packing import pack
+
+    x, y = toy_data
+    straight = pack([make_mlp(5)], batch_sizes=40, names=["m"], epochs=2)
+    straight.fit(x, y, shuffle=True, seed=1)
+
+    first = pack([make_mlp(5)], batch_sizes=40, names=["m"], epochs=1)
+    first.fit(x, y, shuffle=True, seed=1)
+    ckpt = first.checkpoints_["m"]
+    assert ckpt.epochs_done == 1 and len(ckpt.losses) == 8
+    fresh = make_mlp(99, lr=0.5)  # different initial weights; the checkpoint overrides them
+    from tf_packing import PackedModel
+
+    resumed = PackedModel([])
+    resumed.load(fresh, batch_size=40, epochs=1, name="m", checkpoint=ckpt)
+    resumed.fit(x, y, shuffle=True, seed=1)
+    final = resumed.checkpoints_["m"]
+    assert final.epochs_done == 2
+    assert weights_close(final.weights, straight.checkpoints_["m"].weights, 1e-6)
+    assert weights_close(final.optimizer_variables, straight.checkpoints_["m"].optimizer_variables, 1e-6)
+    assert np.allclose(final.losses, straight.checkpoints_["m"].losses, atol=1e-6, rtol=0)
+
+
+def test_queued_member_is_hot_loaded_when_one_finishes(tf_det, toy_data):
+    from tf_packing import Member, pack
+
+    x, y = toy_data
+    loads = []
+    packed = pack([make_mlp(1), make_mlp(2)], batch_sizes=[100, 50], names=["fast", "slow"])
+    queue = [Member("next", make_mlp(3), 100, 1)]
+    history = packed.fit(x, y, queue=queue, record=True,
+                         on_step=lambda p, plan: loads.append(sorted(p.members)))
+    # fast takes 3 steps, then "next" joins and shares rows with "slow" until both finish.
+    assert loads[:4] == [["fast", "slow"]] * 2 + [["next", "slow"]] * 2
+    assert {n: len(h) for n, h in history.items()} == {"fast": 3, "slow": 6, "next": 3}
+    assert sorted(packed.checkpoints_) == ["fast", "next", "slow"] and not packed.members
+    # the late member still saw every example once
+    assert np.array_equal(np.sort(np.concatenate(packed.planner_.history_["next"])), np.arange(300))
+    alone = make_mlp(3)
+    train_alone(alone, x, y, packed.planner_.history_["next"], 100)
+    assert weights_close(packed.checkpoints_["next"].weights, alone.get_weights(), 1e-6)
+
+
+def test_evaluate_reports_each_member(tf_det, toy_data):
+    from tf_packing import pack
+
+    x, y = toy_data
+    models = [make_mlp(1), make_mlp(2)]
+    packed = pack(models, names=["a", "b"])
+    scores = packed.evaluate(x, y, batch_size=128)
+    for name, model in zip(["a", "b"], models):
+        pred = model.predict(x, verbose=0)
+        assert scores[name]["accuracy"] == pytest.approx(np.mean(pred.argmax(1) == y))
+        expected = -np.mean(np.log(pred[np.arange(len(y)), y]))
+        assert scores[name]["loss"] == pytest.approx(expected, rel=1e-5)
+
+
+def test_errors_say_what_to_fix(toy_data):
+    import keras
+    from tf_packing import pack
+
+    raw = keras.Sequential([keras.Input((8,)), keras.layers.Dense(3)])
+    with pytest.raises(ValueError, match="model 'raw' is not compiled"):
+        pack([raw], names=["raw"])
+    with pytest.raises(ValueError, match="batch_sizes has 1 entries for 2 models"):
+        pack([make_mlp(1), make_mlp(2)], batch_sizes=[4])
+    with pytest.raises(ValueError, match="fuse must be 'auto', 'always' or 'never'. Got 'yes'"):
+        pack([make_mlp(1)], fuse="yes")
+    packed = pack([make_mlp(1), make_mlp(2)], batch_sizes=[4, 8], names=["a", "b"], fuse="always")
+    with pytest.raises(ValueError, match="fuse='always' but members"):
+        packed.fit(*toy_data, max_steps=1)

@@ -1,0 +1,139 @@
+"""The ``load`` and ``free`` primitives: move a member's weights and optimizer state in and out.
+
+Repack (thesis L305-L333) moves models in and out of a device with two
+primitives: ``load(model, device)`` and ``ckpt = free(model, device)``. The
+optimizer state (Adam's moments, the iteration counter, the learning rate) is
+part of the model state and travels with it (L319), so training that resumes
+from a checkpoint continues exactly where it stopped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["MemberCheckpoint", "free", "load"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class MemberCheckpoint:
+    """A host copy of one member: weights, optimizer variables and training progress.
+
+    Attributes
+    ----------
+    weights : list of numpy.ndarray
+        ``model.get_weights()``.
+    optimizer_variables : list of numpy.ndarray
+        The values of ``model.optimizer.variables`` (iteration counter, learning
+        rate and slots), in the optimizer's own order.
+    epochs_done : int
+        Epochs the member has completed.
+    losses : list of float
+        The member's per-step training losses so far.
+    """
+
+    weights: list
+    optimizer_variables: list
+    epochs_done: int = 0
+    losses: list = field(default_factory=list)
+
+    @property
+    def nbytes(self) -> int:
+        """Host bytes held by the checkpoint."""
+        return sum(a.nbytes for a in self.weights) + sum(a.nbytes for a in self.optimizer_variables)
+
+
+def _device_scope(device):
+    import tensorflow as tf
+
+    return tf.device(device) if device else contextlib.nullcontext()
+
+
+def _optimizer(model):
+    optimizer = getattr(model, "optimizer", None)
+    if optimizer is None:
+        raise ValueError(f"model {model.name!r} has no optimizer. Call model.compile(optimizer=..., loss=...) "
+                         "before packing, loading or freeing it.")
+    return optimizer
+
+
+def build_optimizer(model, device=None) -> None:
+    """Create the optimizer's slot variables for ``model`` (on ``device``) if they do not exist yet."""
+    optimizer = _optimizer(model)
+    if not optimizer.built:
+        with _device_scope(device):
+            optimizer.build(model.trainable_variables)
+
+
+def load(model, device: str | None = None, checkpoint: MemberCheckpoint | None = None):
+    """Place ``model`` and its optimizer state on ``device``, restoring ``checkpoint`` if given.
+
+    Parameters
+    ----------
+    model : keras.Model
+        A built, compiled model.
+    device : str, optional
+        A TensorFlow device name such as ``"/GPU:0"``. Optimizer slots are
+        created there; build the model itself under ``tf.device(device)`` to
+        place its weights. Default: TensorFlow's placement.
+    checkpoint : MemberCheckpoint, optional
+        State returned by :func:`free`.
+
+    Returns
+    -------
+    keras.Model
+        ``model``, ready to train.
+
+    Raises
+    ------
+    ValueError
+        When the model is not compiled, or the checkpoint does not match it.
+    """
+    build_optimizer(model, device)
+    if checkpoint is None:
+        return model
+    optimizer = _optimizer(model)
+    if len(checkpoint.weights) != len(model.weights):
+        raise ValueError(f"checkpoint has {len(checkpoint.weights)} weight arrays but model {model.name!r} has "
+                         f"{len(model.weights)}. Load a checkpoint freed from a model of the same architecture.")
+    if len(checkpoint.optimizer_variables) != len(optimizer.variables):
+        raise ValueError(f"checkpoint has {len(checkpoint.optimizer_variables)} optimizer variables but the "
+                         f"optimizer of {model.name!r} has {len(optimizer.variables)}. Compile the model with "
+                         "the same optimizer class as the one that was freed.")
+    with _device_scope(device):
+        model.set_weights(checkpoint.weights)
+        for variable, value in zip(optimizer.variables, checkpoint.optimizer_variables):
+            variable.assign(value)
+    log.debug("loaded %s (%d bytes) onto %s", model.name, checkpoint.nbytes, device or "default device")
+    return model
+
+
+def free(model, device: str | None = None, *, epochs_done: int = 0, losses=()) -> MemberCheckpoint:
+    """Copy ``model``'s weights and optimizer state to the host and return them as a checkpoint.
+
+    Parameters
+    ----------
+    model : keras.Model
+        A compiled model whose optimizer has been built (by :func:`load` or training).
+    device : str, optional
+        The device the model was loaded on; recorded in the log only.
+    epochs_done : int, default=0
+        Progress to record in the checkpoint.
+    losses : sequence of float, default=()
+        Per-step losses to record in the checkpoint.
+
+    Returns
+    -------
+    MemberCheckpoint
+    """
+    build_optimizer(model, device)
+    optimizer = _optimizer(model)
+    ckpt = MemberCheckpoint([np.array(w) for w in model.get_weights()],
+                            [np.array(v.numpy()) for v in optimizer.variables], epochs_done, list(losses))
+    log.debug("freed %s (%d bytes) from %s", model.name, ckpt.nbytes, device or "default device")
+    return ckpt

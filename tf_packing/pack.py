@@ -1,0 +1,351 @@
+"""The packed unit: several compiled Keras models trained by one fused step on one input stream.
+
+``pack([model_a, model_b])`` returns a :class:`PackedModel`. Each step reads one
+shared batch (gathered once, preprocessed once), gives every member its slice
+(:mod:`tf_packing.batching`), and runs one ``tf.function`` that computes every
+member's loss, differentiates ``sum(loss_i)`` once and lets each member's own
+optimizer apply its own gradients. Since ``d loss_j / d theta_i = 0`` for
+``i != j``, every member gets exactly the gradients it would get alone: the
+isolation guarantee of Repack (thesis L303).
+
+Members that finish their epochs are freed (checkpointed) during ``fit``, and
+queued models are loaded into the running pack in their place (thesis L375-L379).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import tensorflow as tf
+import keras
+
+from . import fused as _fused
+from .batching import BatchPlanner, padded_size
+from .checkpoint import MemberCheckpoint, free, load
+
+__all__ = ["Member", "PackedModel", "pack"]
+
+log = logging.getLogger(__name__)
+
+
+def _per_example_loss(loss):
+    """The compiled loss of a member as a function returning one value per example."""
+    if isinstance(loss, keras.losses.Loss):
+        return loss.call
+    fn = keras.losses.get(loss)
+    if fn is None:
+        raise ValueError(f"loss {loss!r} is not a Keras loss. Compile each member with a loss name, "
+                         "a keras.losses.Loss or a function (y_true, y_pred) -> per-example loss.")
+    return fn.call if isinstance(fn, keras.losses.Loss) else fn
+
+
+@dataclass
+class Member:
+    """One model in a pack, with its batch size, epoch budget and progress.
+
+    Attributes
+    ----------
+    losses : list of float
+        Training loss of every step the member took, in order.
+    """
+
+    name: str
+    model: object
+    batch_size: int
+    epochs: int = 1
+    start_epoch: int = 0
+    losses: list = field(default_factory=list)
+
+    def __post_init__(self):
+        if getattr(self.model, "optimizer", None) is None or getattr(self.model, "loss", None) is None:
+            raise ValueError(f"model {self.name!r} is not compiled. Call model.compile(optimizer=..., loss=...) "
+                             "first: every member keeps its own optimizer, learning rate and loss.")
+        if not self.model.built:
+            raise ValueError(f"model {self.name!r} is not built. Give it an keras.Input or call it once on data.")
+        self.loss_fn = _per_example_loss(self.model.loss)
+
+
+class PackedModel:
+    """Several Keras models trained together, in lock step, from one shared input stream.
+
+    Parameters
+    ----------
+    members : list of Member
+        The models to train.
+    preprocess : callable, optional
+        A function applied to each shared batch inside the step, once for the
+        whole pack (decoding, scaling, augmentation).
+    fuse : {"auto", "always", "never"}, default="auto"
+        Use stacked-weight fusion (:mod:`tf_packing.fused`) when every member
+        is the same Dense network and they share rows. ``"always"`` raises when
+        the members cannot be fused.
+    device : str, optional
+        TensorFlow device for the step and the members' optimizer state.
+
+    Attributes
+    ----------
+    checkpoints_ : dict of str to MemberCheckpoint
+        Members freed during :meth:`fit` (done with their epochs).
+    preprocess_calls_ : int
+        How many times ``preprocess`` ran (once per packed step).
+    steps_ : int
+        Packed steps taken.
+    step_times_ : list of float
+        Wall seconds of every packed step (excluding loads and frees).
+    """
+
+    def __init__(self, members, *, preprocess=None, fuse="auto", device=None):
+        if fuse not in ("auto", "always", "never"):
+            raise ValueError(f"fuse must be 'auto', 'always' or 'never'. Got {fuse!r}.")
+        self.members = {}
+        self.preprocess = preprocess
+        self.fuse = fuse
+        self.device = device
+        self.checkpoints_ = {}
+        self.steps_ = 0
+        self.step_times_ = []
+        self._calls = tf.Variable(0, dtype=tf.int64, trainable=False, name="preprocess_calls")
+        self._steps = {}
+        self._planner = None
+        for member in members:
+            self.add(member)
+
+    @property
+    def preprocess_calls_(self) -> int:
+        return int(self._calls.numpy())
+
+    # -- membership -----------------------------------------------------------------------
+    def add(self, member: Member, checkpoint: MemberCheckpoint | None = None) -> None:
+        """Load ``member`` into the pack (during :meth:`fit` too: it joins at the next step)."""
+        if member.name in self.members:
+            raise ValueError(f"a member named {member.name!r} is already packed. Pass unique names.")
+        load(member.model, self.device, checkpoint)
+        if checkpoint is not None:
+            member.start_epoch, member.losses = checkpoint.epochs_done, list(checkpoint.losses)
+        self.members[member.name] = member
+        if self._planner is not None:
+            self._planner.add(member.name, member.batch_size, epochs=member.epochs, start_epoch=member.start_epoch)
+        log.info("loaded member %s (batch %d, %d epochs) into a pack of %d",
+                 member.name, member.batch_size, member.epochs, len(self.members))
+
+    def load(self, model, *, batch_size: int, epochs: int = 1, name: str | None = None,
+             checkpoint: MemberCheckpoint | None = None) -> Member:
+        """Load ``model`` as a new member; resume it from ``checkpoint`` when given."""
+        member = Member(name or model.name, model, batch_size, epochs)
+        self.add(member, checkpoint)
+        return member
+
+    def free(self, name: str) -> MemberCheckpoint:
+        """Remove member ``name`` and return its checkpoint (weights, optimizer state, progress)."""
+        if name not in self.members:
+            raise KeyError(f"no member named {name!r}; the pack holds {sorted(self.members)}.")
+        member = self.members.pop(name)
+        done = member.start_epoch
+        if self._planner is not None and name in self._planner.members:
+            done = self._planner.epoch_of(name)
+            self._planner.remove(name)
+        log.info("freed member %s after %d epochs", name, done)
+        return free(member.model, self.device, epochs_done=done, losses=member.losses)
+
+    # -- training -------------------------------------------------------------------------
+    def fit(self, x, y, *, shuffle: bool = False, seed: int = 0, queue=(), record: bool = False,
+            max_steps: int | None = None, on_step=None):
+        """Train every member for its epochs; load queued members as others finish.
+
+        Parameters
+        ----------
+        x, y : array-like
+            Training inputs and targets, shared by every member.
+        shuffle : bool, default=False
+            Draw a new example order per epoch (the same one for every member).
+        seed : int, default=0
+            Seed of the epoch orders.
+        queue : iterable of Member, default=()
+            Members to hot-load, in order, each time a member finishes.
+        record : bool, default=False
+            Keep each member's index batches in ``planner_.history_``.
+        max_steps : int, optional
+            Stop after this many packed steps (members stay loaded).
+        on_step : callable, optional
+            Called as ``on_step(pack, plan)`` after every step; it may ``add``
+            or ``free`` members.
+
+        Returns
+        -------
+        dict of str to list of float
+            Every member's per-step losses, freed members included.
+        """
+        queue = list(queue)
+        if self._planner is None:
+            self._planner = BatchPlanner(len(x), shuffle=shuffle, seed=seed, record=record)
+            self.planner_ = self._planner
+            for member in self.members.values():
+                self._planner.add(member.name, member.batch_size, epochs=member.epochs,
+                                  start_epoch=member.start_epoch)
+        with tf.device(self.device) if self.device else contextlib.nullcontext():
+            xs, ys = tf.constant(x), tf.constant(y)
+        while queue and not self.members:
+            self.add(queue.pop(0))
+        taken = 0
+        while max_steps is None or taken < max_steps:
+            plan = self._planner.next_step()
+            if plan is None:
+                break
+            self._run_step(xs, ys, plan)
+            taken += 1
+            for name in plan.finished:
+                self.members[name].start_epoch += self.members[name].epochs
+                self.checkpoints_[name] = self.free(name)
+                if queue:
+                    self.add(queue.pop(0))
+            if on_step is not None:
+                on_step(self, plan)
+        if max_steps is None:
+            self._planner = None
+        return self.history()
+
+    def history(self) -> dict:
+        """Per-step losses of every member, packed or freed."""
+        out = {name: list(ckpt.losses) for name, ckpt in self.checkpoints_.items()}
+        out.update({name: list(m.losses) for name, m in self.members.items()})
+        return out
+
+    def _run_step(self, xs, ys, plan) -> None:
+        names = tuple(sorted(plan.takes))
+        sizes = {n: self.members[n].batch_size for n in names}
+        rows = padded_size(plan, sizes)
+        idx = np.zeros(rows, dtype=np.int32)
+        idx[:len(plan.indices)] = plan.indices
+        offsets = np.array([plan.takes[n].offset for n in names], dtype=np.int32)
+        counts = np.array([plan.takes[n].count for n in names], dtype=np.int32)
+        shared = bool(len(set(sizes.values())) == 1 and not offsets.any())
+        step = self._step_fn(names, rows, shared)
+        start = time.perf_counter()
+        losses = step(xs, ys, tf.constant(idx), tf.constant(offsets), tf.constant(counts))
+        losses = losses.numpy()
+        self.step_times_.append(time.perf_counter() - start)
+        self.steps_ += 1
+        for name, value in zip(names, losses):
+            self.members[name].losses.append(float(value))
+
+    def _step_fn(self, names, rows, shared):
+        members = [self.members[n] for n in names]
+        use_fused = shared and self.fuse != "never" and _fused.can_fuse([m.model for m in members])
+        if self.fuse == "always" and not use_fused:
+            raise ValueError(f"fuse='always' but members {list(names)} cannot be fused: fusion needs the same "
+                             "Dense architecture and batch size for all. Use fuse='auto'.")
+        key = (tuple(id(m.model) for m in members), names, rows, use_fused)
+        if key not in self._steps:
+            self._steps = {k: v for k, v in self._steps.items() if k[1] == names}  # drop stale traces
+            self._steps[key] = self._build_step(members, use_fused)
+            log.debug("traced packed step for %s (rows=%d, fused=%s)", names, rows, use_fused)
+        return self._steps[key]
+
+    def _build_step(self, members, use_fused):
+        preprocess, calls = self.preprocess, self._calls
+        variables = [m.model.trainable_variables for m in members]
+        stack = _fused.FusedForward([m.model for m in members]) if use_fused else None
+
+        @tf.function(reduce_retracing=False)
+        def step(xs, ys, idx, offsets, counts):
+            x, y = tf.gather(xs, idx), tf.gather(ys, idx)
+            if preprocess is not None:
+                x = preprocess(x)
+                calls.assign_add(1)
+            with tf.GradientTape() as tape:
+                if stack is not None:
+                    preds = stack(x[:members[0].batch_size], training=True)
+                losses = []
+                for i, m in enumerate(members):
+                    b = m.batch_size
+                    xi = tf.ensure_shape(x[offsets[i]:offsets[i] + b], [b] + list(x.shape[1:]))
+                    yi = tf.ensure_shape(y[offsets[i]:offsets[i] + b], [b] + list(y.shape[1:]))
+                    pred = preds[i] if stack is not None else m.model(xi, training=True)
+                    per_example = m.loss_fn(yi, pred)
+                    per_example = tf.reshape(per_example, [b, -1])
+                    mask = tf.cast(tf.range(b) < counts[i], per_example.dtype)[:, None]
+                    loss = tf.reduce_sum(per_example * mask) / (
+                        tf.cast(counts[i], per_example.dtype) * tf.cast(tf.shape(per_example)[1], per_example.dtype))
+                    if m.model.losses:
+                        loss = loss + tf.add_n(m.model.losses)
+                    losses.append(loss)
+                total = tf.add_n(losses)
+            grads = tape.gradient(total, variables)
+            for m, g, v in zip(members, grads, variables):
+                m.model.optimizer.apply(g, v)
+            return tf.stack(losses)
+
+        return step
+
+    # -- inference ------------------------------------------------------------------------
+    def evaluate(self, x, y, *, batch_size: int = 1024) -> dict:
+        """Loss and accuracy of every packed member on ``(x, y)``, one shared pass over the data.
+
+        Accuracy is the share of rows whose arg-max prediction equals the integer
+        label (classification members); it is NaN for other targets.
+        """
+        names = sorted(self.members)
+        totals = {n: [0.0, 0.0] for n in names}
+        for start in range(0, len(x), batch_size):
+            xb, yb = x[start:start + batch_size], y[start:start + batch_size]
+            if self.preprocess is not None:
+                xb = self.preprocess(tf.constant(xb))
+            for n in names:
+                m = self.members[n]
+                pred = m.model(xb, training=False)
+                totals[n][0] += float(tf.reduce_sum(m.loss_fn(yb, pred)))
+                if pred.shape[-1] and pred.shape[-1] > 1 and np.ndim(yb) == 1:
+                    totals[n][1] += float(np.sum(np.argmax(pred, axis=-1) == yb))
+                else:
+                    totals[n][1] = float("nan")
+        return {n: {"loss": t[0] / len(x), "accuracy": t[1] / len(x)} for n, t in totals.items()}
+
+
+def pack(models, *, batch_sizes=32, epochs=1, names=None, preprocess=None, fuse="auto", device=None) -> PackedModel:
+    """Pack compiled Keras models into one :class:`PackedModel`.
+
+    Parameters
+    ----------
+    models : list of keras.Model
+        Built and compiled models; each keeps its own optimizer and loss.
+    batch_sizes : int or list of int, default=32
+        Batch size of every member, or one for all.
+    epochs : int or list of int, default=1
+        Epochs each member trains for in :meth:`PackedModel.fit`.
+    names : list of str, optional
+        Unique member names. Default: the models' names.
+    preprocess, fuse, device
+        See :class:`PackedModel`.
+
+    Returns
+    -------
+    PackedModel
+
+    Examples
+    --------
+    >>> import keras, numpy as np
+    >>> def mlp(lr):
+    ...     m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, activation="softmax")])
+    ...     m.compile(keras.optimizers.SGD(lr), "sparse_categorical_crossentropy")
+    ...     return m
+    >>> packed = pack([mlp(0.1), mlp(0.01)], batch_sizes=[8, 4], names=["a", "b"])
+    >>> x, y = np.ones((16, 4), "float32"), np.zeros(16, "int32")
+    >>> {name: len(losses) for name, losses in packed.fit(x, y).items()}
+    {'a': 2, 'b': 4}
+    """
+    models = list(models)
+    if not models:
+        raise ValueError("pack() needs at least one model. Got an empty list.")
+    sizes = batch_sizes if isinstance(batch_sizes, (list, tuple)) else [batch_sizes] * len(models)
+    budgets = epochs if isinstance(epochs, (list, tuple)) else [epochs] * len(models)
+    names = list(names) if names is not None else [m.name for m in models]
+    for label, values in (("batch_sizes", sizes), ("epochs", budgets), ("names", names)):
+        if len(values) != len(models):
+            raise ValueError(f"{label} has {len(values)} entries for {len(models)} models. "
+                             "Pass one per model, or a single value for all.")
+    members = [Member(n, m, int(b), int(e)) for n, m, b, e in zip(names, models, sizes, budgets)]
+    return PackedModel(members, preprocess=preprocess, fuse=fuse, device=device)
