@@ -5,11 +5,30 @@ shared input stream with one fused step, each with its own loss, optimizer,
 learning rate and batch size (pad/slice), while keeping exactly the weights and
 loss curve each would have alone. ``Tuner`` runs Hyperband with its trials
 packed into memory-feasible groups.
+
+The policy modules (batching, hyperband, packing_policy, memory, early_kill)
+import no TensorFlow; names backed by TensorFlow are imported on first use, so
+``import tf_packing`` alone stays cheap.
 """
 
-from .batching import BatchPlanner, StepPlan, steps_per_epoch
-from .checkpoint import MemberCheckpoint, free, load
-from .pack import Member, PackedModel, pack
+import importlib
 
-__all__ = ["BatchPlanner", "Member", "MemberCheckpoint", "PackedModel", "StepPlan", "free", "load", "pack",
-           "steps_per_epoch"]
+from .batching import BatchPlanner, StepPlan, steps_per_epoch
+from .early_kill import KillRule
+from .hyperband import HyperbandOracle, Trial, bracket_rungs
+from .memory import estimate_bytes
+from .packing_policy import index_distance, pack_opt
+
+_LAZY = {"MemberCheckpoint": "checkpoint", "free": "checkpoint", "load": "checkpoint",
+         "Member": "packed", "PackedModel": "packed", "pack": "packed",
+         "Tuner": "tuner", "PackProfile": "profiler", "profile": "profiler",
+         "load_cifar10": "data", "load_digits": "data", "load_mnist": "data", "make_classification": "data"}
+
+__all__ = sorted(["BatchPlanner", "HyperbandOracle", "KillRule", "StepPlan", "Trial", "bracket_rungs",
+                  "estimate_bytes", "index_distance", "pack_opt", "steps_per_epoch", *_LAZY])
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module 'tf_packing' has no attribute {name!r}")
