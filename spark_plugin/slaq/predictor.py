@@ -157,7 +157,7 @@ class Forecast:
     floor: float
 
     def loss(self, ahead):
-        """Predicted loss ``ahead`` iterations after the latest report (NaN for the prior)."""
+        """Predicted loss ``ahead`` iterations after the latest report (flat for the prior; NaN without reports)."""
         ahead = np.asarray(ahead, dtype=float)
         if self.fit is not None:
             return self.fit(self.k_last + ahead)
