@@ -171,8 +171,9 @@ class PackedModel:
         max_steps : int, optional
             Stop after this many packed steps (members stay loaded).
         on_step : callable, optional
-            Called as ``on_step(pack, plan)`` after every step; it may ``add``
-            or ``free`` members.
+            Called as ``on_step(pack, plan)`` after every step, before members
+            that finished are freed; it may ``evaluate``, ``add`` or ``free``
+            members.
 
         Returns
         -------
@@ -197,13 +198,14 @@ class PackedModel:
                 break
             self._run_step(xs, ys, plan)
             taken += 1
-            for name in plan.finished:
-                self.members[name].start_epoch += self.members[name].epochs
-                self.checkpoints_[name] = self.free(name)
-                if queue:
-                    self.add(queue.pop(0))
             if on_step is not None:
                 on_step(self, plan)
+            for name in plan.finished:
+                if name in self.members:  # on_step may have freed it already
+                    self.members[name].start_epoch += self.members[name].epochs
+                    self.checkpoints_[name] = self.free(name)
+                if queue:
+                    self.add(queue.pop(0))
         if max_steps is None:
             self._planner = None
         return self.history()
@@ -282,13 +284,14 @@ class PackedModel:
         return step
 
     # -- inference ------------------------------------------------------------------------
-    def evaluate(self, x, y, *, batch_size: int = 1024) -> dict:
-        """Loss and accuracy of every packed member on ``(x, y)``, one shared pass over the data.
+    def evaluate(self, x, y, *, batch_size: int = 1024, names=None) -> dict:
+        """Loss and accuracy of packed members on ``(x, y)``, one shared pass over the data.
 
         Accuracy is the share of rows whose arg-max prediction equals the integer
-        label (classification members); it is NaN for other targets.
+        label (classification members); it is NaN for other targets. ``names``
+        limits the evaluation to some members (default: all).
         """
-        names = sorted(self.members)
+        names = sorted(self.members) if names is None else sorted(names)
         totals = {n: [0.0, 0.0] for n in names}
         for start in range(0, len(x), batch_size):
             xb, yb = x[start:start + batch_size], y[start:start + batch_size]

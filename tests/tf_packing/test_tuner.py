@@ -1,0 +1,109 @@
+"""Pack-aware Hyperband on Keras: same results as plain Hyperband, OOM split, early kill, results table."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+# One batch size: pad/slice gives a smaller-batch member a different (equally valid) data order than
+# it would have alone, so exact equality with plain Hyperband needs aligned batches.
+SPACE = {"batch_size": [32], "learning_rate": [1e-4, 1e-3, 1e-2], "optimizer": ["adam", "sgd"]}
+
+
+@pytest.fixture(scope="module")
+def digits():
+    from tf_packing import load_digits
+
+    (x, y), (xv, yv) = load_digits(seed=0)
+    return x[:600], y[:600], xv[:200], yv[:200]
+
+
+def build(config, extra=None):
+    import keras
+
+    layers = [keras.Input((64,)), keras.layers.Dense(16, activation="relu")]
+    if extra is not None:
+        layers.append(extra())
+    model = keras.Sequential(layers + [keras.layers.Dense(10, activation="softmax")])
+    opt = {"adam": keras.optimizers.Adam, "sgd": keras.optimizers.SGD}[config["optimizer"]](config["learning_rate"])
+    model.compile(opt, "sparse_categorical_crossentropy")
+    return model
+
+
+def search(digits, **kw):
+    from tf_packing import Tuner
+
+    x, y, xv, yv = digits
+    kw = {"max_epochs": 3, "factor": 3, "seed": 0, "progress": False, **kw}
+    build_fn = kw.pop("build_fn", build)
+    return Tuner(build_fn, SPACE, **kw).search(x, y, validation_data=(xv, yv))
+
+
+def test_packed_search_finds_what_plain_hyperband_finds(tf_det, digits):
+    plain = search(digits, packing="none")
+    packed = search(digits, packing="knn")
+    assert [g["sizes"] for g in plain.groups_] == [[1, 1, 1], [1], [1, 1]]
+    assert [g["sizes"] for g in packed.groups_] == [[3], [1], [2]]
+    rows_plain, rows_packed = plain.results(), packed.results()
+    assert [r["trial"] for r in rows_plain] == [r["trial"] for r in rows_packed]
+    assert np.allclose([r["val_accuracy"] for r in rows_plain], [r["val_accuracy"] for r in rows_packed],
+                       atol=1e-6)
+    assert packed.best_config_ == plain.best_config_ and packed.best_score_ == pytest.approx(plain.best_score_)
+    # R=3, eta=3: bracket 1 trains 3 configs for 1 epoch and keeps 1 for 3; bracket 0 trains 2 for 3 epochs.
+    assert sorted(t.epochs_done for t in packed.oracle_.trials_.values()) == [1, 1, 3, 3, 3]
+    table = packed.results_table()
+    assert table.splitlines()[0] == ("| trial | bracket | batch_size | learning_rate | optimizer | epochs | "
+                                     "val_accuracy | status |")
+    assert len(table.splitlines()) == 2 + 5
+    best = packed.best_model().predict(digits[2], verbose=0).argmax(1)
+    assert np.mean(best == digits[3]) == pytest.approx(packed.best_score_)
+
+
+_TRACED = {}
+
+
+def room_for_two():
+    """A layer that runs out of 'device memory' when more than two members are traced into one step."""
+    import keras
+    import tensorflow as tf
+
+    class RoomForTwo(keras.layers.Layer):
+        def call(self, x):
+            if not tf.executing_eagerly() and x.shape[0] is not None:  # traced into a training step
+                seen = _TRACED.setdefault(id(tf.compat.v1.get_default_graph()), set())
+                seen.add(id(self))
+                if len(seen) > 2:
+                    raise tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor (test device)")
+            return x
+
+        def compute_output_shape(self, shape):
+            return shape
+
+    return RoomForTwo()
+
+
+def test_out_of_memory_splits_the_group_and_keeps_results(tf_det, digits):
+    plain = search(digits, packing="none", build_fn=lambda c: build(c, room_for_two))
+    packed = search(digits, packing="knn", build_fn=lambda c: build(c, room_for_two))
+    assert packed.oom_splits_ == 1  # the first rung's pack of 3 is split into 2 + 1
+    assert np.allclose([r["val_accuracy"] for r in plain.results()],
+                       [r["val_accuracy"] for r in packed.results()], atol=1e-6)
+
+
+def test_early_kill_frees_hopeless_trials(tf_det, digits):
+    from tf_packing import KillRule
+
+    tuner = search(digits, packing="knn", early_kill=KillRule(threshold=0.3, boundary=1))
+    killed = [t.trial_id for t in tuner.oracle_.trials_.values() if t.status == "killed"]
+    assert killed
+    assert all(tuner._curves[tid][-1] < 0.3 for tid in killed)
+    trained = sum(len(curve) for curve in tuner._curves.values())  # epochs each trial really trained
+    assert trained < tuner._planned_trial_epochs() == 11
+    assert tuner.best_score_ >= 0.3 and tuner.best_config_["learning_rate"] == 0.01
+
+
+def test_tuner_errors(digits):
+    with pytest.raises(ValueError, match="packing must be one of .* Got 'dense'; use 'none' for plain"):
+        search(digits, packing="dense")
+    with pytest.raises(ValueError, match="objective must be one of"):
+        search(digits, objective="accuracy")
