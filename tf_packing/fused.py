@@ -1,9 +1,11 @@
 """Stacked-weight fusion of same-architecture Dense members (a horizontal fusion, as in HFTA).
 
 When every member of a pack is the same stack of ``Dense`` layers and all read
-the same rows, their ``M`` matrix products per layer can run as one batched
-product: the kernels are stacked to ``(M, d_in, d_out)`` inside the step and
-``einsum`` computes every member's layer at once. The members keep their own
+the same rows, their ``M`` matrix products per layer can run as one product:
+the first layer multiplies the shared batch by the members' kernels
+concatenated to ``(d_in, M * d_out)`` (one wide GEMM), and every later layer
+multiplies ``(M, B, d)`` activations by kernels stacked to ``(M, d_in, d_out)``
+(one batched GEMM). The members keep their own
 variables and optimizers; the stack is rebuilt from the variables every step and
 the gradient flows back through it to each member's own kernel, so the
 isolation guarantee still holds (up to float rounding of the batched product).
@@ -67,12 +69,17 @@ class FusedForward:
 
     def __call__(self, x, training=False):
         h = tf.cast(tf.reshape(x, [tf.shape(x)[0], -1]), self.layers[0][0].kernel.dtype)
-        first = True
-        for group in self.layers:
-            kernel = tf.stack([tf.convert_to_tensor(layer.kernel) for layer in group])          # (M, d_in, d_out)
-            h = tf.einsum("bd,mdo->mbo" if first else "mbd,mdo->mbo", h, kernel)
+        m = len(self.layers[0])
+        for depth, group in enumerate(self.layers):
+            kernels = [tf.convert_to_tensor(layer.kernel) for layer in group]
+            units = kernels[0].shape[-1]
+            if depth == 0:
+                # every member reads the same rows: one (B, d) x (d, M*units) product
+                h = tf.matmul(h, tf.concat(kernels, axis=1))
+                h = tf.transpose(tf.reshape(h, [-1, m, units]), [1, 0, 2])  # (M, B, units)
+            else:
+                h = tf.matmul(h, tf.stack(kernels))  # (M, B, d) x (M, d, units): one batched product
             if group[0].use_bias:
                 h = h + tf.stack([tf.convert_to_tensor(layer.bias) for layer in group])[:, None, :]
             h = group[0].activation(h)
-            first = False
         return h

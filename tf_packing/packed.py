@@ -81,7 +81,9 @@ class PackedModel:
         whole pack (decoding, scaling, augmentation).
     fuse : {"auto", "always", "never"}, default="auto"
         Use stacked-weight fusion (:mod:`tf_packing.fused`) when every member
-        is the same Dense network and they share rows. ``"always"`` raises when
+        is the same Dense network and they share rows. ``"auto"`` fuses on a
+        GPU only: on CPU the separate member products run in parallel and were
+        measured faster (benchmarks/results/repack). ``"always"`` raises when
         the members cannot be fused.
     device : str, optional
         TensorFlow device for the step and the members' optimizer state.
@@ -236,7 +238,8 @@ class PackedModel:
 
     def _step_fn(self, names, rows, shared):
         members = [self.members[n] for n in names]
-        use_fused = shared and self.fuse != "never" and _fused.can_fuse([m.model for m in members])
+        wanted = self.fuse == "always" or (self.fuse == "auto" and _on_gpu(self.device))
+        use_fused = shared and wanted and _fused.can_fuse([m.model for m in members])
         if self.fuse == "always" and not use_fused:
             raise ValueError(f"fuse='always' but members {list(names)} cannot be fused: fusion needs the same "
                              "Dense architecture and batch size for all. Use fuse='auto'.")
@@ -306,6 +309,13 @@ class PackedModel:
                 else:
                     totals[n][1] = float("nan")
         return {n: {"loss": t[0] / len(x), "accuracy": t[1] / len(x)} for n, t in totals.items()}
+
+
+def _on_gpu(device) -> bool:
+    """Whether the step runs on a GPU: the device named, else TensorFlow's default placement."""
+    if device:
+        return "GPU" in device.upper()
+    return bool(tf.config.list_logical_devices("GPU"))
 
 
 def pack(models, *, batch_sizes=32, epochs=1, names=None, preprocess=None, fuse="auto", device=None) -> PackedModel:

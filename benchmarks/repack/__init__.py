@@ -1,0 +1,1 @@
+"""Repack benchmarks: IMPV against the number of packed models, and pack-aware Hyperband."""
