@@ -9,8 +9,9 @@ from benchmarks.common import markdown_table
 
 
 def _header(meta: dict, title: str) -> list:
-    return [f"# {title}", "", f"{meta['date']} · commit {meta['git_sha']} · TensorFlow {meta['tensorflow']} · "
-            f"Keras {meta['keras']} · {meta['device']} · {meta['machine']['cpus']} CPUs", "",
+    framework = meta.get("framework") or f"TensorFlow {meta['tensorflow']} · Keras {meta['keras']}"
+    return [f"# {title}", "", f"{meta['date']} · commit {meta['git_sha']} · {framework} · "
+            f"{meta['device']} · {meta['machine']['cpus']} CPUs", "",
             f"Arguments: `{json.dumps({k: v for k, v in meta['conf'].items() if k != 'func'}, default=str)}`", ""]
 
 
@@ -18,7 +19,9 @@ def _impv_report(data: dict) -> tuple:
     lines = _header(data["meta"], "Repack: IMPV against the number of packed models")
     lines += ["T_s are median step times (ms) over the repeats, first step of each run dropped; IMPV = "
               "(T_s(Seq) - T_s(Pack)) / T_s(Seq), median [min, max] over repeats (baseline and pack "
-              "interleaved). Peak memory is the allocator's peak on the GPU (n/a on CPU).", ""]
+              "interleaved). " + ("Memory is XLA's compiled analysis of one step (arguments + outputs + "
+              "temporaries)." if data["results"] and data["results"][0].get("memory_kind") == "xla_step_analysis"
+              else "Peak memory is TensorFlow's allocator peak on the GPU (n/a on CPU)."), ""]
     rows = []
     for r in data["results"]:
         for v, t in r["t_pack"].items():

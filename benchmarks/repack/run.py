@@ -3,6 +3,8 @@
 * ``impv``: T_s(Seq), T_s(Pack) and IMPV = (T_s(Seq) - T_s(Pack)) / T_s(Seq) against the number
   of packed models (thesis Fig. 2.4a), for MLP-3 and a small CNN, with the unfused and the
   stacked-weight ("fused") pack; peak GPU memory when there is a GPU; SwOH(2) (Table 2.1).
+* ``jax-impv``: the ``impv`` measurement with the packed step written in JAX, for GPU machines
+  where TensorFlow cannot be installed (see ``gpu_jax.py``).
 * ``hyperband``: pack-aware Hyperband (knn, random, batch-size packing) against plain Hyperband
   on the same search space (thesis Table 2.3) and seed: wall time ratio and best accuracy
   (thesis Table 2.4). Data: scikit-learn's bundled digits.
@@ -150,6 +152,20 @@ def parser() -> argparse.ArgumentParser:
     h.add_argument("--capacity", type=float, default=None, help="device bytes per pack (default unlimited)")
     h.add_argument("--quiet", action="store_true", help="no progress bars")
     h.set_defaults(func=hyperband, repeats=2)
+
+    j = sub.add_parser("jax-impv", parents=[common],
+                       help="IMPV on a GPU machine without TensorFlow: the packed step in JAX (gpu_jax.py)")
+    j.add_argument("--models", type=_words, default=["mlp", "cnn"], help="comma list of mlp,cnn (default both)")
+    j.add_argument("--counts", type=_ints, default=[1, 2, 4, 8, 16, 32, 64],
+                   help="packed model counts (default 1,2,4,8,16,32,64)")
+    j.add_argument("--variants", type=_words, default=["packed", "fused"],
+                   help="packed (one jitted step over all members), fused (vmap over stacked members)")
+    j.add_argument("--batch-size", type=int, default=64, help="batch size of every model (default 64)")
+    j.add_argument("--steps", type=int, default=50, help="timed steps per run after a dropped warm-up (default 50)")
+    j.add_argument("--examples", type=int, default=8192, help="generated training rows (default 8192)")
+    j.add_argument("--max-unrolled", type=int, default=32,
+                   help="largest pack for the unrolled 'packed' variant (compile time grows with it; default 32)")
+    j.set_defaults(func=lambda a: __import__("benchmarks.repack.gpu_jax", fromlist=["jax_impv"]).jax_impv(a))
 
     r = sub.add_parser("report", help="re-render Markdown and PNG from a result JSON")
     r.add_argument("json", type=Path, help="a result JSON written by impv or hyperband")
