@@ -112,6 +112,9 @@ class PackedModel:
         self.step_times_ = []
         self._calls = tf.Variable(0, dtype=tf.int64, trainable=False, name="preprocess_calls")
         self._steps = {}
+        self._traced = ()  # member names of the step last run, ghosts included
+        self._ghosts = {}  # freed members kept in the traced step, masked out, until it is rebuilt
+        self._cost = {"step": 0.0, "trace": 0.0}  # last step time; tracing time per member (measured)
         self._planner = None
         for member in members:
             self.add(member)
@@ -151,7 +154,16 @@ class PackedModel:
             done = self._planner.epoch_of(name)
             self._planner.remove(name)
         log.info("freed member %s after %d epochs", name, done)
-        return free(member.model, self.device, epochs_done=done, losses=member.losses)
+        ckpt = free(member.model, self.device, epochs_done=done, losses=member.losses)
+        if name in self._traced:
+            self._ghosts[name] = (member, ckpt)
+        return ckpt
+
+    def _drop_ghosts(self) -> None:
+        """Give freed members that stayed in the traced step back their freed state."""
+        for member, ckpt in self._ghosts.values():
+            load(member.model, self.device, ckpt)
+        self._ghosts = {}
 
     # -- training -------------------------------------------------------------------------
     def fit(self, x, y, *, shuffle: bool = False, seed: int = 0, queue=(), record: bool = False,
@@ -191,6 +203,7 @@ class PackedModel:
                                   start_epoch=member.start_epoch)
         with tf.device(self.device) if self.device else contextlib.nullcontext():
             xs, ys = tf.constant(x), tf.constant(y)
+        self._specs = [tf.TensorSpec([None, *t.shape[1:]], t.dtype) for t in (xs, ys)]
         while queue and not self.members:
             self.add(queue.pop(0))
         taken = 0
@@ -210,6 +223,8 @@ class PackedModel:
                     self.add(queue.pop(0))
         if max_steps is None:
             self._planner = None
+            self._drop_ghosts()
+            self._traced = ()
         return self.history()
 
     def history(self) -> dict:
@@ -218,35 +233,67 @@ class PackedModel:
         out.update({name: list(m.losses) for name, m in self.members.items()})
         return out
 
+    def _step_members(self, live) -> dict:
+        """Members of the next step: the live ones, plus ghosts while re-tracing would cost more.
+
+        A member that finishes or is freed stays in the traced step as a *ghost*
+        (no rows, zero loss, its updates discarded: its model gets its freed
+        state back when the ghosts are dropped), so the pack is not re-traced
+        each time a member leaves. Ghosts are dropped when a member joins, or
+        when their compute over the steps left would cost more than tracing
+        the live members again (both measured on this pack).
+        """
+        ghosts = {n: m for n, (m, _) in self._ghosts.items()}
+        if set(live) <= set(self._traced) and set(self._traced) <= set(live) | set(ghosts):
+            planned = set(self._planner.members)  # members finishing with this step have left the plan
+            steps_left = max([self._planner.steps_left(n) for n in live if n in planned] + [0])
+            waste = steps_left * self._cost["step"] * len(ghosts) / max(len(self._traced), 1)
+            if waste <= self._cost["trace"] * len(live):
+                return {n: self.members.get(n) or ghosts[n] for n in self._traced}
+        self._drop_ghosts()
+        return {n: self.members[n] for n in live}
+
     def _run_step(self, xs, ys, plan) -> None:
-        names = tuple(sorted(plan.takes))
-        sizes = {n: self.members[n].batch_size for n in names}
+        step_members = self._step_members(tuple(sorted(plan.takes)))
+        names = tuple(sorted(step_members))
+        sizes = {n: step_members[n].batch_size for n in names}
         rows = padded_size(plan, sizes)
         idx = np.zeros(rows, dtype=np.int32)
         idx[:len(plan.indices)] = plan.indices
-        offsets = np.array([plan.takes[n].offset for n in names], dtype=np.int32)
-        counts = np.array([plan.takes[n].count for n in names], dtype=np.int32)
+        no_rows = _Take0()
+        offsets = np.array([plan.takes.get(n, no_rows).offset for n in names], dtype=np.int32)
+        counts = np.array([plan.takes.get(n, no_rows).count for n in names], dtype=np.int32)
         shared = bool(len(set(sizes.values())) == 1 and not offsets.any())
-        step = self._step_fn(names, rows, shared)
+        self._just_traced = False
+        step = self._step_fn(step_members, names, rows, shared)
+        new_trace = self._just_traced
+        self._traced = names
         start = time.perf_counter()
         losses = step(xs, ys, tf.constant(idx), tf.constant(offsets), tf.constant(counts))
         losses = losses.numpy()
-        self.step_times_.append(time.perf_counter() - start)
+        elapsed = time.perf_counter() - start
+        self.step_times_.append(elapsed)
+        if new_trace:
+            self._cost["trace"] = max(elapsed - self._cost["step"], 0.0) / len(names)
+        else:
+            self._cost["step"] = elapsed
         self.steps_ += 1
         for name, value in zip(names, losses):
-            self.members[name].losses.append(float(value))
+            if name in plan.takes:
+                self.members[name].losses.append(float(value))
 
-    def _step_fn(self, names, rows, shared):
-        members = [self.members[n] for n in names]
+    def _step_fn(self, step_members, names, rows, shared):
+        members = [step_members[n] for n in names]
         wanted = self.fuse == "always" or (self.fuse == "auto" and _on_gpu(self.device))
         use_fused = shared and wanted and _fused.can_fuse([m.model for m in members])
         if self.fuse == "always" and not use_fused:
             raise ValueError(f"fuse='always' but members {list(names)} cannot be fused: fusion needs the same "
                              "Dense architecture and batch size for all. Use fuse='auto'.")
-        key = (tuple(id(m.model) for m in members), names, rows, use_fused)
+        key = (tuple(id(m.model) for m in members), names, use_fused, tuple(self._specs))
         if key not in self._steps:
             self._steps = {k: v for k, v in self._steps.items() if k[1] == names}  # drop stale traces
             self._steps[key] = self._build_step(members, use_fused)
+            self._just_traced = True
             log.debug("traced packed step for %s (rows=%d, fused=%s)", names, rows, use_fused)
         return self._steps[key]
 
@@ -255,7 +302,9 @@ class PackedModel:
         variables = [m.model.trainable_variables for m in members]
         stack = _fused.FusedForward([m.model for m in members]) if use_fused else None
 
-        @tf.function(reduce_retracing=False)
+        index = tf.TensorSpec([None], tf.int32)  # any padded size: one trace per membership
+
+        @tf.function(autograph=False, input_signature=[*self._specs, index, index, index])
         def step(xs, ys, idx, offsets, counts):
             x, y = tf.gather(xs, idx), tf.gather(ys, idx)
             if preprocess is not None:
@@ -273,8 +322,9 @@ class PackedModel:
                     per_example = m.loss_fn(yi, pred)
                     per_example = tf.reshape(per_example, [b, -1])
                     mask = tf.cast(tf.range(b) < counts[i], per_example.dtype)[:, None]
+                    rows_used = tf.cast(tf.maximum(counts[i], 1), per_example.dtype)  # a ghost has 0 rows
                     loss = tf.reduce_sum(per_example * mask) / (
-                        tf.cast(counts[i], per_example.dtype) * tf.cast(tf.shape(per_example)[1], per_example.dtype))
+                        rows_used * tf.cast(tf.shape(per_example)[1], per_example.dtype))
                     if m.model.losses:
                         loss = loss + tf.add_n(m.model.losses)
                     losses.append(loss)
@@ -309,6 +359,13 @@ class PackedModel:
                 else:
                     totals[n][1] = float("nan")
         return {n: {"loss": t[0] / len(x), "accuracy": t[1] / len(x)} for n, t in totals.items()}
+
+
+class _Take0:
+    """The slice of a ghost member: no rows."""
+
+    offset = 0
+    count = 0
 
 
 def _on_gpu(device) -> bool:

@@ -133,3 +133,23 @@ def test_errors_say_what_to_fix(toy_data):
     packed = pack([make_mlp(1), make_mlp(2)], batch_sizes=[4, 8], names=["a", "b"], fuse="always")
     with pytest.raises(ValueError, match="fuse='always' but members"):
         packed.fit(*toy_data, max_steps=1)
+
+
+def test_pack_docstring_example(tf_det):
+    import doctest
+
+    import tf_packing.packed
+
+    assert doctest.testmod(tf_packing.packed).failed == 0
+
+
+def test_finished_member_stays_traced_as_ghost_and_gets_its_state_back(tf_det, toy_data):
+    from tf_packing import pack
+
+    x, y = toy_data
+    models = [make_mlp(1), make_mlp(2)]
+    packed = pack(models, batch_sizes=[100, 20], names=["a", "b"])
+    packed.fit(x, y)
+    assert packed.steps_ == 15 and len(packed._steps) == 1  # "a" left after 3 steps: no second trace
+    for name, model in zip("ab", models):  # the ghost's masked updates were undone
+        assert weights_close(packed.checkpoints_[name].weights, model.get_weights(), 0.0)
