@@ -21,10 +21,17 @@ import random
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 
-__all__ = ["HyperbandOracle", "Rung", "Trial", "bracket_rungs", "bracket_size", "max_bracket",
+__all__ = ["TABLE_2_3", "HyperbandOracle", "Rung", "Trial", "bracket_rungs", "bracket_size", "max_bracket",
            "rung_epochs", "search_space_size"]
 
 log = logging.getLogger(__name__)
+
+#: The thesis's search space (Table 2.3, 1056 configurations), with Keras optimizer names
+#: ("momentum" is SGD with momentum).
+TABLE_2_3 = {"batch_size": [20, 25, 30, 35, 40, 45, 50, 55, 60, 65, 70],
+             "optimizer": ["adam", "sgd", "adagrad", "momentum"],
+             "learning_rate": [0.000001, 0.00001, 0.0001, 0.001, 0.01, 0.1],
+             "activation": ["sigmoid", "leaky_relu", "tanh", "relu"]}
 
 
 def _check(max_epochs, factor):

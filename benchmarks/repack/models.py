@@ -2,13 +2,6 @@
 
 from __future__ import annotations
 
-#: Thesis Table 2.3, with Keras names (Momentum = SGD with momentum 0.9).
-TABLE_2_3 = {"batch_size": [20, 25, 30, 35, 40, 45, 50, 55, 60, 65, 70],
-             "optimizer": ["adam", "sgd", "adagrad", "momentum"],
-             "learning_rate": [0.000001, 0.00001, 0.0001, 0.001, 0.01, 0.1],
-             "activation": ["sigmoid", "leaky_relu", "tanh", "relu"]}
-
-
 def optimizer(name: str, lr: float):
     import keras
 

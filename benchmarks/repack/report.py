@@ -65,7 +65,8 @@ def _hyperband_report(data: dict) -> tuple:
     lines += [f"Wall time of a whole Hyperband run per packing strategy; speed-up = {base} time / strategy time "
               "within the same repeat (order rotated each repeat). Median [min, max].", ""]
     rows = []
-    for v, runs in data["runs"].items():
+    for v in [base] + [v for v in data["meta"]["conf"]["variants"] if v != base]:
+        runs = data["runs"][v]
         w, s, b = data["wall_s"][v], data["speedup"][v], data["best_score"][v]
         sizes = [size for g in runs[0]["groups"] for size in g["sizes"]]
         rows.append([v, f"{w['median']:.1f} [{w['min']:.1f}, {w['max']:.1f}]",
@@ -76,7 +77,7 @@ def _hyperband_report(data: dict) -> tuple:
                                  "mean pack size", "best config (repeat 0)"], rows))
 
     def plot(ax):
-        names = list(data["runs"])
+        names = [base] + [v for v in data["meta"]["conf"]["variants"] if v != base]
         med = [data["wall_s"][v]["median"] for v in names]
         ax.bar(names, med, color=["grey"] + ["tab:blue"] * (len(names) - 1))
         for i, v in enumerate(names):

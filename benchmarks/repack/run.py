@@ -90,8 +90,9 @@ def hyperband(args) -> Path:
     import time
 
     from tf_packing import Tuner, load_digits
+    from tf_packing.hyperband import TABLE_2_3
 
-    from .models import TABLE_2_3, tuner_build_fn
+    from .models import tuner_build_fn
 
     (x, y), (xv, yv) = load_digits(seed=args.seed)
     meta = metadata(args)

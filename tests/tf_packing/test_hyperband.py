@@ -12,13 +12,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from tf_packing import hyperband
-from tf_packing.hyperband import (HyperbandOracle, bracket_rungs, bracket_size, max_bracket, rung_epochs,
-                                  search_space_size)
+from tf_packing.hyperband import (TABLE_2_3, HyperbandOracle, bracket_rungs, bracket_size, max_bracket,
+                                  rung_epochs, search_space_size)
 
-TABLE_2_3 = {"batch_size": [20, 25, 30, 35, 40, 45, 50, 55, 60, 65, 70],
-             "optimizer": ["Adam", "SGD", "Adagrad", "Momentum"],
-             "learning_rate": [0.000001, 0.00001, 0.0001, 0.001, 0.01, 0.1],
-             "activation": ["sigmoid", "leaky_relu", "tanh", "relu"]}
 
 
 def test_thesis_brackets_r81_eta3():

@@ -13,7 +13,7 @@ from tf_packing.memory import estimate_bytes, pack_bytes
 from tf_packing.packing_policy import (batch_size_pack, check_partition, index_distance, knn_pack, pack_opt,
                                        random_pack, split_group)
 
-from .test_hyperband import TABLE_2_3
+from tf_packing.hyperband import TABLE_2_3
 
 
 def cfg(bs, opt, lr, act):
@@ -21,15 +21,15 @@ def cfg(bs, opt, lr, act):
 
 
 def test_thesis_distance_example_is_5():
-    a, b = cfg(20, "SGD", 0.01, "relu"), cfg(40, "Adagrad", 0.01, "relu")
+    a, b = cfg(20, "sgd", 0.01, "relu"), cfg(40, "adagrad", 0.01, "relu")
     assert index_distance(a, b, TABLE_2_3) == 5
     assert index_distance(a, a, TABLE_2_3) == 0
-    assert index_distance(cfg(70, "Adam", 0.1, "tanh"), cfg(20, "SGD", 0.000001, "relu"), TABLE_2_3) == 10 + 1 + 5 + 1
+    assert index_distance(cfg(70, "adam", 0.1, "tanh"), cfg(20, "sgd", 0.000001, "relu"), TABLE_2_3) == 10 + 1 + 5 + 1
 
 
 def test_knn_groups_nearest_within_capacity_and_threshold():
-    configs = [cfg(20, "Adam", 0.01, "relu"), cfg(25, "Adam", 0.01, "relu"), cfg(70, "SGD", 0.1, "tanh"),
-               cfg(20, "Adam", 0.001, "relu"), cfg(65, "SGD", 0.1, "tanh")]
+    configs = [cfg(20, "adam", 0.01, "relu"), cfg(25, "adam", 0.01, "relu"), cfg(70, "sgd", 0.1, "tanh"),
+               cfg(20, "adam", 0.001, "relu"), cfg(65, "sgd", 0.1, "tanh")]
     groups = knn_pack(configs, TABLE_2_3, [1.0] * 5, capacity=3.0, threshold=2, seed=0)
     assert sorted(sorted(g) for g in groups) == [[0, 1, 3], [2, 4]]
     # capacity 2 admits pairs only; threshold 0 admits identical configurations only (singletons here)
@@ -48,7 +48,7 @@ def _centroid_order(n, seed):
 
 
 def test_random_and_batch_size_packing():
-    configs = [cfg(b, "Adam", 0.01, "relu") for b in (20, 20, 30, 20, 30, 40)]
+    configs = [cfg(b, "adam", 0.01, "relu") for b in (20, 20, 30, 20, 30, 40)]
     mem = [1.0] * 6
     groups = random_pack(configs, mem, group_size=4, seed=3)
     assert [len(g) for g in groups] == [4, 2]
@@ -60,7 +60,7 @@ def test_random_and_batch_size_packing():
 
 
 def test_oversized_configuration_runs_alone_and_split_halves():
-    configs = [cfg(20, "Adam", 0.01, "relu")] * 3
+    configs = [cfg(20, "adam", 0.01, "relu")] * 3
     groups = pack_opt(configs, TABLE_2_3, [5.0, 1.0, 1.0], strategy="knn", capacity=2.0, seed=0)
     assert sorted(map(sorted, groups)) == [[0], [1, 2]]
     assert split_group([4, 5, 6]) == [[4, 5], [6]]
