@@ -21,26 +21,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import tensorflow as tf
-import keras
 
 from . import fused as _fused
 from .batching import BatchPlanner, padded_size
 from .checkpoint import MemberCheckpoint, free, load
+from .step import build_step, per_example_loss
 
 __all__ = ["Member", "PackedModel", "pack"]
 
 log = logging.getLogger(__name__)
-
-
-def _per_example_loss(loss):
-    """The compiled loss of a member as a function returning one value per example."""
-    if isinstance(loss, keras.losses.Loss):
-        return loss.call
-    fn = keras.losses.get(loss)
-    if fn is None:
-        raise ValueError(f"loss {loss!r} is not a Keras loss. Compile each member with a loss name, "
-                         "a keras.losses.Loss or a function (y_true, y_pred) -> per-example loss.")
-    return fn.call if isinstance(fn, keras.losses.Loss) else fn
 
 
 @dataclass
@@ -65,8 +54,8 @@ class Member:
             raise ValueError(f"model {self.name!r} is not compiled. Call model.compile(optimizer=..., loss=...) "
                              "first: every member keeps its own optimizer, learning rate and loss.")
         if not self.model.built:
-            raise ValueError(f"model {self.name!r} is not built. Give it an keras.Input or call it once on data.")
-        self.loss_fn = _per_example_loss(self.model.loss)
+            raise ValueError(f"model {self.name!r} is not built. Give it a keras.Input or call it once on data.")
+        self.loss_fn = per_example_loss(self.model.loss)
 
 
 class PackedModel:
@@ -292,49 +281,12 @@ class PackedModel:
         key = (tuple(id(m.model) for m in members), names, use_fused, tuple(self._specs))
         if key not in self._steps:
             self._steps = {k: v for k, v in self._steps.items() if k[1] == names}  # drop stale traces
-            self._steps[key] = self._build_step(members, use_fused)
+            stack = _fused.FusedForward([m.model for m in members]) if use_fused else None
+            self._steps[key] = build_step(members, self._specs, preprocess=self.preprocess, calls=self._calls,
+                                          fused=stack)
             self._just_traced = True
             log.debug("traced packed step for %s (rows=%d, fused=%s)", names, rows, use_fused)
         return self._steps[key]
-
-    def _build_step(self, members, use_fused):
-        preprocess, calls = self.preprocess, self._calls
-        variables = [m.model.trainable_variables for m in members]
-        stack = _fused.FusedForward([m.model for m in members]) if use_fused else None
-
-        index = tf.TensorSpec([None], tf.int32)  # any padded size: one trace per membership
-
-        @tf.function(autograph=False, input_signature=[*self._specs, index, index, index])
-        def step(xs, ys, idx, offsets, counts):
-            x, y = tf.gather(xs, idx), tf.gather(ys, idx)
-            if preprocess is not None:
-                x = preprocess(x)
-                calls.assign_add(1)
-            with tf.GradientTape() as tape:
-                if stack is not None:
-                    preds = stack(x[:members[0].batch_size], training=True)
-                losses = []
-                for i, m in enumerate(members):
-                    b = m.batch_size
-                    xi = tf.ensure_shape(x[offsets[i]:offsets[i] + b], [b] + list(x.shape[1:]))
-                    yi = tf.ensure_shape(y[offsets[i]:offsets[i] + b], [b] + list(y.shape[1:]))
-                    pred = preds[i] if stack is not None else m.model(xi, training=True)
-                    per_example = m.loss_fn(yi, pred)
-                    per_example = tf.reshape(per_example, [b, -1])
-                    mask = tf.cast(tf.range(b) < counts[i], per_example.dtype)[:, None]
-                    rows_used = tf.cast(tf.maximum(counts[i], 1), per_example.dtype)  # a ghost has 0 rows
-                    loss = tf.reduce_sum(per_example * mask) / (
-                        rows_used * tf.cast(tf.shape(per_example)[1], per_example.dtype))
-                    if m.model.losses:
-                        loss = loss + tf.add_n(m.model.losses)
-                    losses.append(loss)
-                total = tf.add_n(losses)
-            grads = tape.gradient(total, variables)
-            for m, g, v in zip(members, grads, variables):
-                m.model.optimizer.apply(g, v)
-            return tf.stack(losses)
-
-        return step
 
     # -- inference ------------------------------------------------------------------------
     def evaluate(self, x, y, *, batch_size: int = 1024, names=None) -> dict:
