@@ -79,6 +79,12 @@ class PackProfile:
     peak_bytes: dict = field(default_factory=dict)
 
     @property
+    def t_seq_keras(self) -> float | None:
+        """``T_s(Seq)`` with each model stepped by Keras's ``model.fit`` (None when not measured)."""
+        per_model = self.raw.get("keras_fit")
+        return sum(statistics.median(r) for r in per_model) if per_model else None
+
+    @property
     def t_seq(self) -> float:
         """``T_s(Seq)``: the sum of the models' step times alone."""
         return sum(self.t_models)
@@ -90,6 +96,7 @@ class PackProfile:
     def to_dict(self) -> dict:
         out = asdict(self)
         out["t_seq"] = self.t_seq
+        out["t_seq_keras"] = self.t_seq_keras
         out["impv"] = {v: self.impv(v) for v in self.t_pack}
         return out
 
@@ -106,7 +113,7 @@ def _median_step(times: list) -> float:
 
 
 def profile(build_fn, n_models: int, x, y, *, batch_sizes=32, steps: int = 20, repeats: int = 5,
-            variants=("packed", "fused"), preprocess=None) -> PackProfile:
+            variants=("packed", "fused"), preprocess=None, keras_baseline: bool = False) -> PackProfile:
     """Measure ``T_s(Model i)``, ``T_s(Pack)`` per variant, and peak GPU memory.
 
     Parameters
@@ -128,6 +135,10 @@ def profile(build_fn, n_models: int, x, y, *, batch_sizes=32, steps: int = 20, r
     preprocess : callable, optional
         Shared preprocessing, run once per step in a pack and once per model
         step when sequential.
+    keras_baseline : bool, default=False
+        Also time each model trained alone by Keras's own ``model.fit`` (in
+        ``raw["keras_fit"]``; one fit call of at least 50 steps per repeat, its
+        epoch set-up included).
 
     Returns
     -------
@@ -149,12 +160,19 @@ def profile(build_fn, n_models: int, x, y, *, batch_sizes=32, steps: int = 20, r
     for name, pack in packs.items():
         peaks[name] = peak_memory(lambda p=pack: _timed_steps(p, x, y, 1))  # also the dropped warm-up step
     raw = {"models": [[] for _ in alone], **{name: [] for name in packs}}
+    keras_models = [build_fn(i) for i in range(n_models)] if keras_baseline else []
+    if keras_baseline:
+        raw["keras_fit"] = [[] for _ in keras_models]
+        for model, b in zip(keras_models, sizes):
+            _keras_step(model, x, y, b, 1)  # warm-up: traces Keras's own train function
     for rep in range(repeats):
         order = ["seq", *packs] if rep % 2 == 0 else [*packs, "seq"]  # interleave baseline and treatment
         for what in order:
             if what == "seq":
                 for i, p in enumerate(alone):
                     raw["models"][i].append(_median_step(_timed_steps(p, x, y, steps)))
+                for i, (model, b) in enumerate(zip(keras_models, sizes)):
+                    raw["keras_fit"][i].append(_keras_step(model, x, y, b, steps))
             else:
                 raw[what].append(_median_step(_timed_steps(packs[what], x, y, steps)))
     result = PackProfile(n_models, list(sizes), steps, repeats,
@@ -163,6 +181,15 @@ def profile(build_fn, n_models: int, x, y, *, batch_sizes=32, steps: int = 20, r
     log.info("profile n=%d: T_s(Seq)=%.4fs %s", n_models, result.t_seq,
              {k: f"{v:.4f}s IMPV {result.impv(k):+.2f}" for k, v in result.t_pack.items()})
     return result
+
+
+def _keras_step(model, x, y, batch_size: int, steps: int) -> float:
+    """Seconds per step of Keras's own ``model.fit``: one epoch of at least 50 batches, set-up included."""
+    steps = min(max(steps, 50), -(-len(x) // batch_size))
+    rows = slice(0, batch_size * steps)
+    start = time.perf_counter()
+    model.fit(x[rows], y[rows], batch_size=batch_size, epochs=1, shuffle=False, verbose=0)
+    return (time.perf_counter() - start) / steps
 
 
 def _fusable(members) -> bool:

@@ -19,7 +19,8 @@ def _impv_report(data: dict) -> tuple:
     lines = _header(data["meta"], "Repack: IMPV against the number of packed models")
     lines += ["T_s are median step times (ms) over the repeats, first step of each run dropped; IMPV = "
               "(T_s(Seq) - T_s(Pack)) / T_s(Seq), median [min, max] over repeats (baseline and pack "
-              "interleaved). " + ("Memory is XLA's compiled analysis of one step (arguments + outputs + "
+              "interleaved). T_s(Seq) Keras fit: each model alone stepped by Keras's own model.fit "
+              "(one fit of at least 50 steps per repeat, epoch set-up included; n/a when not run with --keras). " + ("Memory is XLA's compiled analysis of one step (arguments + outputs + "
               "temporaries)." if data["results"] and data["results"][0].get("memory_kind") == "xla_step_analysis"
               else "Peak memory is TensorFlow's allocator peak on the GPU (n/a on CPU)."), ""]
     rows = []
@@ -28,11 +29,14 @@ def _impv_report(data: dict) -> tuple:
             s = r["impv_spread"][v]
             peak = r["peak_bytes"].get(v)
             peak_seq = r["peak_bytes"].get("models") or []
+            keras = r.get("t_seq_keras")
             rows.append([r["model"], r["n_models"], v, r["t_seq"] * 1e3, t * 1e3, r["t_seq"] / t,
+                         "n/a" if keras is None else f"{keras * 1e3:.3g} ({keras / t:.2f}x)",
                          f"{s['median']:+.1%} [{s['min']:+.1%}, {s['max']:+.1%}]",
                          "n/a" if peak is None else f"{peak / 2**20:.1f}",
                          "n/a" if not peak_seq or peak_seq[0] is None else f"{sum(peak_seq) / 2**20:.1f}"])
-    lines.append(markdown_table(["model", "n", "variant", "T_s(Seq) ms", "T_s(Pack) ms", "speed-up", "IMPV",
+    lines.append(markdown_table(["model", "n", "variant", "T_s(Seq) ms", "T_s(Pack) ms", "speed-up",
+                                 "T_s(Seq) Keras fit ms (speed-up)", "IMPV",
                                  "peak pack MiB", "sum of peaks alone MiB"], rows))
     if data.get("swoh"):
         lines += ["", "Switching overhead, one epoch each (s): SwOH(n) = T_e(Seq) - sum T_e(Model i)", ""]

@@ -70,7 +70,7 @@ def impv(args) -> Path:
         for n in args.counts:
             variants = [v for v in args.variants if v != "fused" or kind == "mlp"]
             result = profile(build, n, x, y, batch_sizes=args.batch_size, steps=args.steps, repeats=args.repeats,
-                             variants=tuple(variants)).to_dict()
+                             variants=tuple(variants), keras_baseline=args.keras).to_dict()
             seq_runs = [sum(r) for r in zip(*result["raw"]["models"])]
             result["impv_spread"] = {v: spread([(s - p) / s for s, p in zip(seq_runs, result["raw"][v])])
                                      for v in result["t_pack"]}
@@ -139,6 +139,8 @@ def parser() -> argparse.ArgumentParser:
     i.add_argument("--batch-size", type=int, default=64, help="batch size of every model (default 64)")
     i.add_argument("--steps", type=int, default=20, help="timed steps per run after a dropped warm-up (default 20)")
     i.add_argument("--examples", type=int, default=4096, help="generated training rows (default 4096)")
+    i.add_argument("--keras", action="store_true",
+                   help="also time each model trained alone by Keras's own model.fit (a second baseline)")
     i.add_argument("--swoh", type=int, default=2, help="models in the SwOH(n) measurement; 0 skips it (default 2)")
     i.set_defaults(func=impv)
 

@@ -27,8 +27,10 @@ def test_profile_and_switching_overhead_on_cpu(tf_det, toy_data):
     assert sorted(prof.t_pack) == ["fused", "packed"]
     assert [len(r) for r in prof.raw["models"]] == [2, 2] and len(prof.raw["packed"]) == 2
     assert prof.peak_bytes == {"models": [None, None], "packed": None, "fused": None}  # no GPU here
-    mixed = profile(lambda i: make_mlp(i), 2, x, y, batch_sizes=[32, 16], steps=2, repeats=1)
+    mixed = profile(lambda i: make_mlp(i), 2, x, y, batch_sizes=[32, 16], steps=2, repeats=1, keras_baseline=True)
     assert list(mixed.t_pack) == ["packed"]  # different batch sizes cannot be fused
+    assert [len(r) for r in mixed.raw["keras_fit"]] == [1, 1] and prof.t_seq_keras is None
+    assert mixed.t_seq_keras == pytest.approx(sum(r[0] for r in mixed.raw["keras_fit"]))
     sw = switching_overhead(lambda i: make_mlp(i), 2, x, y, batch_size=100)
     assert sw["swoh"] == pytest.approx(sw["t_e_seq"] - sum(sw["t_e_models"]))
     assert len(sw["t_e_models"]) == 2
