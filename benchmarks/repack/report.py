@@ -17,12 +17,14 @@ def _header(meta: dict, title: str) -> list:
 
 def _impv_report(data: dict) -> tuple:
     lines = _header(data["meta"], "Repack: IMPV against the number of packed models")
+    xla = bool(data["results"]) and data["results"][0].get("memory_kind") == "xla_step_analysis"
+    memory = ("Memory is XLA's compiled analysis of one step (arguments + outputs + temporaries)." if xla
+              else "Peak memory is TensorFlow's allocator peak on the GPU (n/a on CPU).")
     lines += ["T_s are median step times (ms) over the repeats, first step of each run dropped; IMPV = "
               "(T_s(Seq) - T_s(Pack)) / T_s(Seq), median [min, max] over repeats (baseline and pack "
               "interleaved). T_s(Seq) Keras fit: each model alone stepped by Keras's own model.fit "
-              "(one fit of at least 50 steps per repeat, epoch set-up included; n/a when not run with --keras). " + ("Memory is XLA's compiled analysis of one step (arguments + outputs + "
-              "temporaries)." if data["results"] and data["results"][0].get("memory_kind") == "xla_step_analysis"
-              else "Peak memory is TensorFlow's allocator peak on the GPU (n/a on CPU)."), ""]
+              "(one fit of at least 50 steps per repeat, epoch set-up included; n/a when not run with "
+              "--keras). " + memory, ""]
     rows = []
     for r in data["results"]:
         for v, t in r["t_pack"].items():

@@ -89,7 +89,7 @@ def impv(args) -> Path:
 def hyperband(args) -> Path:
     import time
 
-    from tf_packing import Tuner, load_digits
+    from tf_packing import KillRule, Tuner, load_digits
     from tf_packing.hyperband import TABLE_2_3
 
     from .models import tuner_build_fn
@@ -100,10 +100,12 @@ def hyperband(args) -> Path:
     for rep in range(args.repeats):
         order = args.variants[rep % len(args.variants):] + args.variants[:rep % len(args.variants)]
         for variant in order:  # rotate the order every repeat: no variant always runs first
+            packing, _, kill = variant.partition("+")
+            rule = KillRule(args.kill_threshold, args.kill_boundary) if kill == "kill" else None
             tuner = Tuner(tuner_build_fn((64,)), TABLE_2_3, max_epochs=args.max_epochs, factor=args.factor,
-                          packing=variant, max_group=args.max_group, group_size=args.group_size,
+                          packing=packing, max_group=args.max_group, group_size=args.group_size,
                           distance_threshold=args.threshold, memory_capacity=args.capacity, seed=args.seed,
-                          progress=not args.quiet)
+                          early_kill=rule, progress=not args.quiet)
             start = time.perf_counter()
             tuner.search(x, y, validation_data=(xv, yv))
             runs[variant].append({"wall_s": time.perf_counter() - start, "best_score": tuner.best_score_,
@@ -129,7 +131,8 @@ def parser() -> argparse.ArgumentParser:
     common.add_argument("--out", help="folder for the JSON, Markdown and PNG (default benchmarks/results/repack)")
     common.add_argument("--name", help="file name prefix (default: the subcommand)")
     common.add_argument("--seed", type=int, default=0, help="seed of data, weights and sampling (default 0)")
-    common.add_argument("--repeats", type=int, default=5, help="runs per figure; medians are reported (default 5)")
+    common.add_argument("--repeats", type=int, default=5,
+                        help="runs per figure; medians are reported (default 5; hyperband 2)")
 
     i = sub.add_parser("impv", parents=[common], help="IMPV against the number of packed models")
     i.add_argument("--models", type=_words, default=["mlp", "cnn"], help="comma list of mlp,cnn (default both)")
@@ -146,13 +149,19 @@ def parser() -> argparse.ArgumentParser:
 
     h = sub.add_parser("hyperband", parents=[common], help="pack-aware vs plain Hyperband on digits")
     h.add_argument("--variants", type=_words, default=["none", "batch_size", "random", "knn"],
-                   help="packing strategies; the first is the baseline (default none,batch_size,random,knn)")
+                   help="packing strategies (none, batch_size, random, knn), each optionally with '+kill' for the "
+                        "HyperDrive early kill; the first is the baseline (default none,batch_size,random,knn)")
     h.add_argument("--max-epochs", type=int, default=9, help="Hyperband R (default 9; the thesis uses 81)")
     h.add_argument("--factor", type=int, default=3, help="Hyperband eta (default 3)")
     h.add_argument("--max-group", type=int, default=8, help="most trials per pack (default 8)")
     h.add_argument("--group-size", type=int, default=4, help="random packing's group size (default 4)")
     h.add_argument("--threshold", type=int, default=None, help="kNN distance threshold (default none)")
     h.add_argument("--capacity", type=float, default=None, help="device bytes per pack (default unlimited)")
+    h.add_argument("--kill-threshold", type=float, default=0.3,
+                   help="HyperDrive early kill for variants named '<packing>+kill': validation accuracy a trial "
+                        "must reach (default 0.3; chance is 0.1)")
+    h.add_argument("--kill-boundary", type=int, default=1,
+                   help="epochs before the kill rule applies (default 1)")
     h.add_argument("--quiet", action="store_true", help="no progress bars")
     h.set_defaults(func=hyperband, repeats=2)
 
