@@ -69,11 +69,13 @@ class PackedModel:
         A function applied to each shared batch inside the step, once for the
         whole pack (decoding, scaling, augmentation).
     fuse : {"auto", "always", "never"}, default="auto"
-        Use stacked-weight fusion (:mod:`tf_packing.fused`) when every member
-        is the same Dense network and they share rows. ``"auto"`` fuses on a
-        GPU only: on CPU the separate member products run in parallel and were
-        measured faster (benchmarks/results/repack). ``"always"`` raises when
-        the members cannot be fused.
+        Fusion of members that share rows (:mod:`tf_packing.fused`): whole
+        identical Dense stacks as batched products, or else a shared first
+        Dense/Conv2D layer as one wide product or convolution. ``"auto"`` fuses
+        only what was measured faster: on CPU a shared first Conv2D (the
+        separate Dense products of a CPU pack already run in parallel), on a
+        GPU also Dense layers. ``"always"`` fuses whatever it can and raises
+        when nothing can be fused.
     device : str, optional
         TensorFlow device for the step and the members' optimizer state.
 
@@ -273,15 +275,21 @@ class PackedModel:
 
     def _step_fn(self, step_members, names, rows, shared):
         members = [step_members[n] for n in names]
-        wanted = self.fuse == "always" or (self.fuse == "auto" and _on_gpu(self.device))
-        use_fused = shared and wanted and _fused.can_fuse([m.model for m in members])
+        models = [m.model for m in members]
+        # "auto" fuses only where it was measured faster: on CPU a shared first Conv2D, on GPU also Dense
+        gpu = self.fuse == "always" or _on_gpu(self.device)
+        dense = shared and gpu and _fused.can_fuse(models)
+        first = shared and not dense and self.fuse != "never" and _fused.can_fuse_first(models, conv_only=not gpu)
+        use_fused = "dense" if dense else "first" if first else None
         if self.fuse == "always" and not use_fused:
             raise ValueError(f"fuse='always' but members {list(names)} cannot be fused: fusion needs the same "
-                             "Dense architecture and batch size for all. Use fuse='auto'.")
+                             "batch size for all and the same Dense stack or first Dense/Conv2D layer. "
+                             "Use fuse='auto'.")
         key = (tuple(id(m.model) for m in members), names, use_fused, tuple(self._specs))
         if key not in self._steps:
             self._steps = {k: v for k, v in self._steps.items() if k[1] == names}  # drop stale traces
-            stack = _fused.FusedForward([m.model for m in members]) if use_fused else None
+            stack = {"dense": _fused.FusedForward, "first": _fused.FirstLayerFused}[use_fused](models) \
+                if use_fused else None
             self._steps[key] = build_step(members, self._specs, preprocess=self.preprocess, calls=self._calls,
                                           fused=stack)
             self._just_traced = True

@@ -30,6 +30,7 @@ __all__ = ["PackProfile", "impv", "peak_memory", "profile", "switching_overhead"
 log = logging.getLogger(__name__)
 
 _FOREVER = 10**6  # epochs: members must not finish while being timed
+_FUSE_OF = {"packed": "never", "fused": "always", "auto": "auto"}
 
 
 def impv(t_seq: float, t_pack: float) -> float:
@@ -130,8 +131,10 @@ def profile(build_fn, n_models: int, x, y, *, batch_sizes=32, steps: int = 20, r
     repeats : int, default=5
         Runs per figure (the thesis averages 5); the median is reported.
     variants : tuple of str, default=("packed", "fused")
-        ``"packed"`` runs separate member forward passes; ``"fused"`` stacks
-        identical Dense members (skipped when they cannot be fused).
+        ``"packed"`` runs separate member forward passes (``fuse="never"``);
+        ``"fused"`` fuses whatever can be (``fuse="always"``: whole Dense stacks,
+        else a shared first layer; skipped when nothing can be fused);
+        ``"auto"`` is the pack's default choice.
     preprocess : callable, optional
         Shared preprocessing, run once per step in a pack and once per model
         step when sequential.
@@ -151,7 +154,7 @@ def profile(build_fn, n_models: int, x, y, *, batch_sizes=32, steps: int = 20, r
              for i in range(n_models)]
     packs = {}
     for variant in variants:
-        fuse = "always" if variant == "fused" else "never"
+        fuse = _FUSE_OF[variant]
         members = [Member(f"m{i}", build_fn(i), sizes[i], _FOREVER) for i in range(n_models)]
         if variant == "fused" and (n_models < 2 or len(set(sizes)) > 1 or not _fusable(members)):
             continue
@@ -193,9 +196,10 @@ def _keras_step(model, x, y, batch_size: int, steps: int) -> float:
 
 
 def _fusable(members) -> bool:
-    from .fused import can_fuse
+    from .fused import can_fuse, can_fuse_first
 
-    return can_fuse([m.model for m in members])
+    models = [m.model for m in members]
+    return can_fuse(models) or can_fuse_first(models)
 
 
 def switching_overhead(build_fn, n_models: int, x, y, *, batch_size: int = 32) -> dict:

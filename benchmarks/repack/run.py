@@ -68,7 +68,7 @@ def impv(args) -> Path:
         (x, y), _ = make_classification(args.examples, shape=shapes[kind], seed=args.seed)
         build = builder(kind, shapes[kind], args.seed)
         for n in args.counts:
-            variants = [v for v in args.variants if v != "fused" or kind == "mlp"]
+            variants = args.variants
             result = profile(build, n, x, y, batch_sizes=args.batch_size, steps=args.steps, repeats=args.repeats,
                              variants=tuple(variants), keras_baseline=args.keras).to_dict()
             seq_runs = [sum(r) for r in zip(*result["raw"]["models"])]
@@ -138,7 +138,8 @@ def parser() -> argparse.ArgumentParser:
     i.add_argument("--models", type=_words, default=["mlp", "cnn"], help="comma list of mlp,cnn (default both)")
     i.add_argument("--counts", type=_ints, default=[1, 2, 4, 8, 16], help="packed model counts (default 1,2,4,8,16)")
     i.add_argument("--variants", type=_words, default=["packed", "fused"],
-                   help="pack variants: packed (one graph, separate products), fused (stacked Dense weights)")
+                   help="pack variants: packed (fuse='never'), fused (fuse='always': stacked Dense weights, else "
+                        "a shared first Dense/Conv2D layer), auto (the pack's default)")
     i.add_argument("--batch-size", type=int, default=64, help="batch size of every model (default 64)")
     i.add_argument("--steps", type=int, default=20, help="timed steps per run after a dropped warm-up (default 20)")
     i.add_argument("--examples", type=int, default=4096, help="generated training rows (default 4096)")

@@ -153,3 +153,34 @@ def test_finished_member_stays_traced_as_ghost_and_gets_its_state_back(tf_det, t
     assert packed.steps_ == 15 and len(packed._steps) == 1  # "a" left after 3 steps: no second trace
     for name, model in zip("ab", models):  # the ghost's masked updates were undone
         assert weights_close(packed.checkpoints_[name].weights, model.get_weights(), 0.0)
+
+
+def make_cnn(seed: int, lr: float = 0.01, head: int = 3):
+    """A compiled small CNN on 6x6x1 inputs; ``head`` varies the layers after the first convolution."""
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    model = keras.Sequential([keras.Input((6, 6, 1)), keras.layers.Conv2D(4, 3, padding="same", activation="relu"),
+                              keras.layers.Conv2D(head, 3, activation="relu"), keras.layers.Flatten(),
+                              keras.layers.Dense(3, activation="softmax")])
+    model.compile(keras.optimizers.Adam(lr), "sparse_categorical_crossentropy")
+    return model
+
+
+def test_cnn_members_sharing_a_first_conv_fuse_it_and_match_alone(tf_det, toy_data):
+    from tf_packing import fused, pack
+
+    x, y = toy_data
+    x = np.concatenate([x, x ** 2, np.sin(x), np.cos(x), x[:, :4]], 1).reshape(-1, 6, 6, 1)  # 36 pixels
+    models = [make_cnn(1, 0.01, head=2), make_cnn(2, 0.05, head=5)]
+    assert fused.can_fuse_first(models, conv_only=True) and not fused.can_fuse(models)
+    assert not fused.can_fuse_first([models[0], make_mlp(3)])  # different first layers
+    assert not fused.can_fuse_first([make_mlp(3), make_mlp(4)], conv_only=True)
+    packed = pack(models, batch_sizes=50, names=["a", "b"], fuse="auto", epochs=1)
+    history = packed.fit(x, y, record=True)
+    assert [key[2] for key in packed._steps] == ["first"]  # one step, tracing the first-layer fusion
+    for name, seed, lr, head in (("a", 1, 0.01, 2), ("b", 2, 0.05, 5)):
+        alone = make_cnn(seed, lr, head)
+        curve = train_alone(alone, x, y, packed.planner_.history_[name], 50)
+        assert weights_close(packed.checkpoints_[name].weights, alone.get_weights(), 1e-5)
+        assert np.allclose(history[name], curve, atol=1e-5)
