@@ -125,24 +125,31 @@ class Arbiter:
         deciding = [j for j in active.values() if j.epochs_left == 0]
         free_cores = self.cores - sum(j.cores for j in held)
         free_memory = self.memory - sum(j.memory for j in held)
-        views = [self._view(j) for j in deciding]
-        grant = self.policy.allocate(views, free_cores, free_memory)
         smallest = min(j.memory for j in active.values()) or 1.0
+        grant = self.policy.allocate([self._view(j, now) for j in deciding], free_cores, free_memory)
         for job in deciding:
             cores = grant.get(job.spec.job_id, 0)
             if cores == 0 and job.query is not None:
                 self._pause(job)
             job.cores = cores
             if cores:
-                factor = round(job.memory / smallest) if self.policy.adaptive_epochs else 1
-                job.epochs_left = max(1, min(self.max_epoch_factor, factor))
+                job.epochs_left = self._epoch_factor(job, smallest)
 
-    def _view(self, job: ActiveJob) -> JobView:
-        predicted = self.estimator.predict(features(job.envelope.spec, self.batches), job.live,
-                                           job.processing_s + self.epoch_s)
+    def _epoch_factor(self, job: ActiveJob, smallest_memory: float) -> int:
+        """Base epochs a grant lasts: 1, or with adaptive epochs ``memory / smallest`` (capped)."""
+        if not self.policy.adaptive_epochs:
+            return 1
+        return max(1, min(self.max_epoch_factor, round(job.memory / smallest_memory)))
+
+    def _view(self, job: ActiveJob, now: float) -> JobView:
+        feats = features(job.envelope.spec, self.batches)
+        whole_run_s = (job.processing_s * self.batches / job.batches_done if job.batches_done
+                       else self.estimator.run_length_s(feats))
+        needed = (self.estimator.time_to(feats, job.live, job.spec.threshold, whole_run_s)
+                  if whole_run_s is not None else None)
         return JobView(job.spec.job_id, job.spec.arrival_s, job.spec.arrival_s + job.spec.deadline_s,
-                       job.spec.threshold, job.memory, job.estimate, predicted,
-                       job.gains[-1] if job.gains else None)
+                       job.spec.threshold, job.memory, job.estimate, job.gains[-1] if job.gains else None,
+                       now_s=now, processing_s=job.processing_s, needed_s=needed)
 
     # -- one job's epoch (in its own thread) ------------------------------------------------------
     def _run_epoch(self, job: ActiveJob, start: float) -> None:

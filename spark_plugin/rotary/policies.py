@@ -3,9 +3,15 @@
 A policy sees the jobs whose epoch just ended (:class:`JobView`) and the cores and memory not held
 by jobs still inside their epoch, and returns cores per job (absent or 0: paused this epoch).
 
-* :class:`Rotary` (Algorithm 4): every job whose estimated memory fits gets one core, in arrival
-  order while cores last; jobs that do not fit wait (deferred, not dropped); the cores left go one
-  extra each to the jobs with the highest predicted progress toward their criterion.
+* :class:`Rotary` (Algorithm 4): jobs wait in a priority queue ordered by their predicted
+  attainment (:meth:`Rotary.priority`); every job whose estimated memory fits gets one core, in
+  queue order while cores last (the pseudo-code leaves the order open when cores are short; the
+  queue is the only order it defines); jobs that do not fit wait (deferred, not dropped); the cores
+  left go one extra each in queue order. The queue puts first the jobs the progress estimator
+  predicts will reach their threshold before their deadline, earliest deadline first, and last
+  those it predicts will miss it: serving a job that cannot attain only delays others.
+* :class:`RotaryRandom`: Algorithm 4 with a U(0, 1) estimator instead of the predicted attainment
+  (the thesis's estimator ablation, Fig. 3.9).
 * :class:`RoundRobin`: one core per job, taking turns.
 * :class:`EDF`: one core per job, earliest deadline first.
 * :class:`LAF`: one core per job, least estimated accuracy first.
@@ -16,6 +22,7 @@ by jobs still inside their epoch, and returns cores per job (absent or 0: paused
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import dataclass
 
 
@@ -27,13 +34,23 @@ class JobView:
     threshold: float | None
     memory: float  # estimated bytes
     estimate: float  # envelope accuracy now
-    predicted: float  # predicted accuracy at the end of its next epoch
     recent_gain: float | None  # estimate gained in its latest epoch (None before its second)
+    now_s: float = 0.0  # when the decision is taken, on the deadline's clock
+    processing_s: float = 0.0  # runtime the job has had so far
+    needed_s: float | None = None  # predicted runtime to meet its threshold (None: nothing to predict from)
 
     @property
-    def progress(self) -> float:
-        """Predicted attainment progress: predicted accuracy over the threshold, at most 1."""
-        return min(1.0, self.predicted / self.threshold) if self.threshold else self.predicted
+    def slack_s(self) -> float | None:
+        """Time to spare before the deadline if the job ran from now on until it attains.
+
+        Negative: predicted to miss its deadline. ``None``: nothing to predict from. Infinite
+        without a deadline.
+        """
+        if self.needed_s is None:
+            return None
+        if self.deadline_s is None:
+            return math.inf
+        return (self.deadline_s - self.now_s) - max(0.0, self.needed_s - self.processing_s)
 
 
 class Policy:
@@ -57,20 +74,44 @@ class Policy:
             memory -= job.memory if self.uses_memory else 0
         return grant
 
+    def _one_each_then_extra(self, ordered: list[JobView], cores: int, memory: float) -> dict[str, int]:
+        """:meth:`_one_each`, then one extra core each to the served jobs, in the same order."""
+        grant = self._one_each(ordered, cores, memory)
+        for job in [j for j in ordered if j.job_id in grant][:cores - len(grant)]:
+            grant[job.job_id] += 1
+        return grant
+
 
 class Rotary(Policy):
     name = "rotary"
     adaptive_epochs = True
 
     def allocate(self, jobs, cores, memory):
-        grant = self._one_each(sorted(jobs, key=lambda j: j.arrival_s), cores, memory)
-        spare = cores - len(grant)
-        for job in sorted((j for j in jobs if j.job_id in grant), key=lambda j: -j.progress):
-            if spare == 0:
-                break
-            grant[job.job_id] += 1
-            spare -= 1
-        return grant
+        queue = sorted(jobs, key=lambda j: (self.priority(j), j.arrival_s))
+        return self._one_each_then_extra(queue, cores, memory)
+
+    def priority(self, job: JobView) -> tuple:
+        """Queue key, smallest first: jobs with nothing to predict from (explored), then those
+        predicted to attain, earliest deadline first, then those predicted to miss, nearest miss first.
+
+        Deadline order among the attainable keeps the queue stable from epoch to epoch, so a running
+        job is rarely preempted (each preemption costs a checkpoint and a resume); ordering by
+        slack instead makes waiting jobs overtake running ones over and over.
+        """
+        slack = job.slack_s
+        if slack is None:
+            return (0, 0.0)
+        return (1, _deadline(job)) if slack >= 0 else (2, -slack)
+
+
+class RotaryRandom(Rotary):
+    name = "rotary-random"
+
+    def __init__(self, seed: int = 0):
+        self._rng = random.Random(seed)
+
+    def priority(self, job: JobView) -> tuple:
+        return (self._rng.random(),)
 
 
 class RoundRobin(Policy):
@@ -91,8 +132,7 @@ class EDF(Policy):
     name = "edf"
 
     def allocate(self, jobs, cores, memory):
-        return self._one_each(sorted(jobs, key=lambda j: (j.deadline_s if j.deadline_s is not None else math.inf,
-                                                           j.arrival_s)), cores, memory)
+        return self._one_each(sorted(jobs, key=lambda j: (_deadline(j), j.arrival_s)), cores, memory)
 
 
 class LAF(Policy):
@@ -109,18 +149,14 @@ class ReLAQS(Policy):
     def allocate(self, jobs, cores, memory):
         # A job without two epochs yet has unknown potential: serve it first, as ReLAQS explores.
         ordered = sorted(jobs, key=lambda j: (-(math.inf if j.recent_gain is None else j.recent_gain), j.arrival_s))
-        grant = self._one_each(ordered, cores, memory)
-        spare = cores - len(grant)
-        for job in ordered:
-            if spare == 0:
-                break
-            if job.job_id in grant:
-                grant[job.job_id] += 1
-                spare -= 1
-        return grant
+        return self._one_each_then_extra(ordered, cores, memory)
 
 
-POLICIES = {p.name: p for p in (Rotary, RoundRobin, EDF, LAF, ReLAQS)}
+def _deadline(job: JobView) -> float:
+    return job.deadline_s if job.deadline_s is not None else math.inf
+
+
+POLICIES = {p.name: p for p in (Rotary, RoundRobin, EDF, LAF, ReLAQS, RotaryRandom)}
 
 
 def make(name: str) -> Policy:

@@ -1,6 +1,7 @@
 """Completion criteria, estimators and arbitration policies (pure Python, no Spark)."""
 
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -87,7 +88,9 @@ def _jobs(n, seed):
     rng = random.Random(seed)
     return [JobView(f"j{i}", arrival_s=rng.uniform(0, 100), deadline_s=rng.uniform(100, 500),
                     threshold=rng.choice([0.6, 0.8, 0.95]), memory=rng.uniform(1, 10), estimate=rng.random(),
-                    predicted=rng.random(), recent_gain=rng.choice([None, rng.random()])) for i in range(n)]
+                    recent_gain=rng.choice([None, rng.random()]), now_s=100, processing_s=rng.uniform(0, 50),
+                    needed_s=rng.choice([None, rng.uniform(1, 300)]))
+            for i in range(n)]
 
 
 @pytest.mark.parametrize("name", list(policies.POLICIES))
@@ -106,19 +109,59 @@ def test_every_policy_respects_cores_and_memory(name, seed):
         assert all(policies.POLICIES[name].uses_memory and j.memory > left for j in waiting)
 
 
-def test_rotary_defers_a_job_that_does_not_fit_and_gives_extras_by_predicted_progress():
-    jobs = [JobView("big", 0, None, 0.9, memory=50, estimate=0.1, predicted=0.9, recent_gain=None),
-            JobView("a", 1, None, 0.9, memory=5, estimate=0.1, predicted=0.3, recent_gain=None),
-            JobView("b", 2, None, 0.9, memory=5, estimate=0.1, predicted=0.8, recent_gain=None)]
-    assert policies.make("rotary").allocate(jobs, cores=3, memory=20) == {"a": 1, "b": 2}
-    # fewer cores than jobs: the first arrivals that fit get one each
-    assert policies.make("rotary").allocate(jobs, cores=1, memory=20) == {"a": 1}
+def test_slack_is_the_time_to_spare_if_the_job_ran_from_now_until_it_attains():
+    job = JobView("a", arrival_s=0, deadline_s=100, threshold=0.9, memory=1, estimate=0.5, recent_gain=None,
+                  now_s=50, processing_s=10, needed_s=30)
+    assert job.slack_s == 30  # 50 s to the deadline, 20 s of work left
+    assert replace(job, needed_s=70).slack_s == -10  # predicted to miss
+    assert replace(job, needed_s=5).slack_s == 50  # already past its need (it attains this epoch)
+    assert replace(job, needed_s=None).slack_s is None
+    assert replace(job, deadline_s=None).slack_s == float("inf")
+
+
+def _ranked(job_id, memory, needed_s, arrival_s, deadline_s=100):
+    return JobView(job_id, arrival_s, deadline_s, 0.9, memory=memory, estimate=0.1, recent_gain=None, now_s=10,
+                   processing_s=2, needed_s=needed_s)
+
+
+def test_rotary_defers_a_job_that_does_not_fit_and_serves_its_queue_by_predicted_attainment():
+    jobs = [_ranked("big", memory=50, needed_s=None, arrival_s=0),  # unknown: first, but does not fit
+            _ranked("a", memory=5, needed_s=30, arrival_s=1, deadline_s=120),  # attains
+            _ranked("b", memory=5, needed_s=80, arrival_s=2),  # attains, earlier deadline
+            _ranked("c", memory=5, needed_s=500, arrival_s=3, deadline_s=90)]  # would miss its deadline
+    assert policies.make("rotary").allocate(jobs, cores=4, memory=20) == {"b": 2, "a": 1, "c": 1}
+    # fewer cores than jobs: the queue's head first, whatever the arrival order
+    assert policies.make("rotary").allocate(jobs, cores=2, memory=20) == {"b": 1, "a": 1}
+    assert policies.make("rotary").allocate(jobs, cores=1, memory=20) == {"b": 1}
+    assert policies.make("rotary").allocate(jobs, cores=1, memory=100) == {"big": 1}
+    # among jobs predicted to miss, the nearest miss first
+    missing = [_ranked("far", 1, 900, 0), _ranked("near", 1, 120, 1)]
+    assert policies.make("rotary").allocate(missing, cores=1, memory=20) == {"near": 1}
+
+
+def test_the_random_estimator_ablation_is_seeded_and_keeps_algorithm_4():
+    jobs = _jobs(8, seed=1)
+    grants = [policies.make("rotary-random").allocate(jobs, 5, 1e9) for _ in range(2)]
+    assert grants[0] == grants[1] and sum(grants[0].values()) == 5 and len(grants[0]) == 5
+
+
+def test_time_to_a_level_reads_the_fitted_curve_and_stops_at_the_whole_run():
+    feats = {"query": "q06", "words": ["lineitem"], "batches": 20}
+    history = History()
+    history.add(PastRun(feats, [[t, t / 10] for t in range(11)]))  # accuracy t/10, whole run 10 s
+    estimator = ProgressEstimator(history)
+    assert estimator.run_length_s(feats) == 10
+    assert estimator.time_to(feats, [], 0.5, horizon_s=10) == pytest.approx(5, abs=10 / 63)
+    assert estimator.time_to(feats, [], 1.5, horizon_s=10) == 10  # never before the end: the exact answer
+    assert estimator.time_to(feats, [(12.0, 0.2)], 0.9, horizon_s=10) == 10
+    assert ProgressEstimator().time_to(feats, [], 0.5, horizon_s=10) is None
+    assert ProgressEstimator().run_length_s(feats) is None
 
 
 def test_baselines_order_by_their_own_rule():
-    jobs = [JobView("late", 0, 300, 0.9, 1, estimate=0.2, predicted=0, recent_gain=0.01),
-            JobView("soon", 1, 100, 0.9, 1, estimate=0.9, predicted=0, recent_gain=0.3),
-            JobView("new", 2, 200, 0.9, 1, estimate=0.5, predicted=0, recent_gain=None)]
+    jobs = [JobView("late", 0, 300, 0.9, 1, estimate=0.2, recent_gain=0.01),
+            JobView("soon", 1, 100, 0.9, 1, estimate=0.9, recent_gain=0.3),
+            JobView("new", 2, 200, 0.9, 1, estimate=0.5, recent_gain=None)]
     assert set(policies.make("edf").allocate(jobs, 1, 10)) == {"soon"}
     assert set(policies.make("laf").allocate(jobs, 1, 10)) == {"late"}
     assert policies.make("relaqs").allocate(jobs, 4, 0) == {"new": 2, "soon": 1, "late": 1}
@@ -128,5 +171,18 @@ def test_baselines_order_by_their_own_rule():
 
 
 def test_unknown_policy_lists_the_known_ones():
-    with pytest.raises(ValueError, match="choose from rotary, rr, edf, laf, relaqs"):
+    with pytest.raises(ValueError, match="choose from rotary, rr, edf, laf, relaqs, rotary-random"):
         policies.make("fifo")
+
+
+def test_only_similar_past_runs_shape_the_curve_unless_none_is_similar():
+    q06 = {"query": "q06", "words": ["lineitem", "l_discount"], "batches": 20}
+    q01 = {"query": "q01", "words": ["lineitem", "l_tax"], "batches": 20}  # Jaccard 1/3 with q06
+    history = History()
+    history.add(PastRun(q06, [[t, t / 10] for t in range(11)]))
+    history.add(PastRun(q01, [[t, 1.0] for t in range(11)]))
+    assert [r.features["query"] for r in history.nearest(q06, 5, min_similarity=0.8)] == ["q06"]
+    assert [r.features["query"] for r in history.nearest(q06, 5)] == ["q06", "q01"]
+    q14 = {"query": "q14", "words": ["part"], "batches": 20}
+    assert len(history.nearest(q14, 5, min_similarity=0.8)) == 1  # none similar: the nearest alone
+    assert ProgressEstimator(history).predict(q06, [], at_s=5) == pytest.approx(0.5, abs=0.01)
