@@ -8,6 +8,7 @@ extended, never replaced.
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from typing import Iterable, Mapping
@@ -126,7 +127,11 @@ def session(master: str = "local-cluster[2,1,1024]", features: Iterable[str] | s
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master(master).appName(app_name)
-    builder.config("spark.pyspark.python", sys.executable)
+    python = dict(conf or {}).get("spark.pyspark.python", sys.executable)
+    builder.config("spark.pyspark.python", python)
+    # pyspark's RDD API ignores that key and sends PYSPARK_PYTHON (default: whatever `python3`
+    # is on PATH) with every function, so a venv's packages would be missing on the workers.
+    os.environ.setdefault("PYSPARK_PYTHON", python)
     return configure(builder, features, conf).getOrCreate()
 
 

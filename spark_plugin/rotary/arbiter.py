@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..pools import fair_pool, fair_scheduling
 from . import criteria as crit
 from .accuracy import Envelope, true_accuracy
 from .engine import ProgressiveQuery
@@ -70,7 +71,7 @@ class Arbiter:
         self.estimator = ProgressEstimator(history)
         self.history = history
         self.progress = progress or (lambda event: None)
-        self.fair = spark.sparkContext.getConf().get("spark.scheduler.mode", "FIFO").upper() == "FAIR"
+        self.fair = fair_scheduling(spark.sparkContext)
         if not self.fair:
             LOG.warning("spark.scheduler.mode is not FAIR: cores are enforced by per-job parallelism only")
         self.overhead_s = 0.0
@@ -161,7 +162,7 @@ class Arbiter:
         sc = session.sparkContext
         sc.setJobGroup(f"rotary-{job.spec.job_id}-{job.epochs}-c{job.cores}", f"{job.spec.job_id} epoch {job.epochs}")
         if self.fair:
-            sc.setLocalProperty("spark.scheduler.pool", self._pool(job.spec.job_id, job.cores))
+            sc.setLocalProperty("spark.scheduler.pool", fair_pool(sc, f"rotary-{job.spec.job_id}", job.cores))
         epoch_end = time.perf_counter() + self.epoch_s
         before = job.estimate
         while not job.query.done:
@@ -175,17 +176,6 @@ class Arbiter:
         job.gains.append(job.estimate - before)
         job.epochs += 1
         job.epochs_left -= 1
-
-    def _pool(self, job_id: str, cores: int) -> str:
-        """A FAIR pool with minShare = weight = ``cores`` for this job, created on first use."""
-        name = f"rotary-{job_id}-{cores}"
-        sc = self.spark.sparkContext
-        root = sc._jsc.sc().taskScheduler().rootPool()
-        if root.getSchedulableByName(name) is None:
-            jvm = sc._jvm
-            root.addSchedulable(jvm.org.apache.spark.scheduler.Pool(
-                name, jvm.org.apache.spark.scheduler.SchedulingMode.FAIR(), cores, cores))
-        return name
 
     def _pause(self, job: ActiveJob) -> None:
         job.checkpoint = self.checkpoint_dir / job.spec.job_id
