@@ -123,6 +123,8 @@ def session(master: str = "local-cluster[2,1,1024]", features: Iterable[str] | s
     Returns
     -------
     pyspark.sql.SparkSession
+        With Wrangler's driver-side predictor loop running when
+        ``spark.wrangler.enabled`` is true (see :func:`spark_plugin.wrangler.start`).
     """
     from pyspark.sql import SparkSession
 
@@ -132,7 +134,12 @@ def session(master: str = "local-cluster[2,1,1024]", features: Iterable[str] | s
     # pyspark's RDD API ignores that key and sends PYSPARK_PYTHON (default: whatever `python3`
     # is on PATH) with every function, so a venv's packages would be missing on the workers.
     os.environ.setdefault("PYSPARK_PYTHON", python)
-    return configure(builder, features, conf).getOrCreate()
+    spark = configure(builder, features, conf).getOrCreate()
+    if spark.sparkContext.getConf().get("spark.wrangler.enabled", "false").strip().lower() == "true":
+        from .wrangler import start
+
+        start(spark)
+    return spark
 
 
 def submit_args(features: Iterable[str] | str | None = None,

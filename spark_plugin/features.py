@@ -26,13 +26,16 @@ FEATURES = {f.name: f for f in (
             {"spark.sparkrm.telemetry.enabled": "true"}),
     Feature("riffle", "Shuffle-file merging in the executors (Riffle).",
             {"spark.riffle.enabled": "true", "spark.shuffle.manager": RIFFLE_SHUFFLE_MANAGER}),
+    Feature("wrangler", "Straggler prediction: node counters, and holds on executors predicted to straggle.",
+            {"spark.wrangler.enabled": "true", "spark.sparkrm.telemetry.enabled": "true"}),
 )}
 
 #: What :func:`spark_plugin.configure` enables when ``features`` is not given.
 DEFAULT_FEATURES = ("telemetry",)
 
 #: The value each feature's switches take when that feature is *not* selected.
-_OFF = {"spark.sparkrm.telemetry.enabled": "false", "spark.riffle.enabled": "false"}
+_OFF = {"spark.sparkrm.telemetry.enabled": "false", "spark.riffle.enabled": "false",
+        "spark.wrangler.enabled": "false"}
 
 
 def feature_conf(features) -> dict:

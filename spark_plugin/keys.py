@@ -82,4 +82,41 @@ KEYS = KeyTable([
         "Test only: delete each merged data file right after it is committed."),
     Key("spark.riffle.test.corruptMergedFiles", "bool", "false",
         "Test only: flip a byte of each merged data file right after it is committed."),
+
+    # Wrangler: straggler prediction and task-delay hints (spark_plugin/wrangler/).
+    Key("spark.wrangler.enabled", "bool", "false",
+        "Sample every executor's node counters and let the driver-side predictor hold back task "
+        "offers from executors predicted to straggle. Needs telemetry; the `wrangler` feature sets both."),
+    Key("spark.wrangler.mode", "enum", "hold",
+        "`hold`: withhold new task offers from a flagged executor (running tasks finish; nothing is "
+        "killed or duplicated); `hint`: only log the holds that would be made.",
+        options=("hold", "hint")),
+    Key("spark.wrangler.interval", "duration", "5s",
+        "Delta: how often executors sample their node counters and the predictor refreshes its "
+        "decisions. Keep it below the usual gap between task launches.", low=50, high=600_000),
+    Key("spark.wrangler.model.path", "string", None,
+        "A model saved by `python -m spark_plugin.wrangler train`. Unset: train online from this "
+        "application's telemetry once the warm-up window has passed.",
+        example="/tmp/wrangler.joblib"),
+    Key("spark.wrangler.confidence", "double", "0.7",
+        "p: an executor is held only while the calibrated probability that its tasks straggle "
+        "exceeds this (and the SVM score is positive). 0 keeps only the score test.", low=0, high=1, high_open=True),
+    Key("spark.wrangler.beta", "double", "1.3",
+        "A task straggles when its duration per byte moved exceeds beta times the median of its "
+        "stage (or job).", low=1, high=10, low_open=True),
+    Key("spark.wrangler.scope", "enum", "stage",
+        "Peers a task is compared with when labelling: its `stage` attempt, or its whole `job` "
+        "(the thesis's choice).", options=("stage", "job")),
+    Key("spark.wrangler.workload", "string", None,
+        "Workload tag of this application's tasks for the multi-task model; use the tag the "
+        "model was trained with (`train --workload`). Unset: `default`.", example="nightly-etl"),
+    Key("spark.wrangler.train.warmup", "duration", "10min",
+        "Online training: collect this long of telemetry before training the models, then freeze "
+        "them.", low=1000),
+    Key("spark.wrangler.train.minNodeTasks", "int", "100",
+        "Labelled tasks an executor needs for its own model; executors with fewer use the shared "
+        "multi-task model.", low=10, high=10_000_000),
+    Key("spark.wrangler.hold.maxDuration", "duration", "15s",
+        "Longest continuous hold of one executor; it is then released and not held again for one "
+        "interval, so no task waits for it longer than this.", low=100, high=3_600_000),
 ])

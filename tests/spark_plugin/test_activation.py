@@ -69,4 +69,5 @@ def test_submit_args_put_the_jar_first_and_every_key_after_conf():
     pairs = dict(a.split("=", 1) for a in args[3::2])
     assert set(args[2::2]) == {"--conf"}
     assert pairs == {"spark.sparkrm.telemetry.enabled": "true", "spark.sparkrm.telemetry.dir": "/tmp/t",
-                     "spark.riffle.enabled": "false", "spark.plugins": spark_plugin.PLUGIN_CLASS}
+                     "spark.riffle.enabled": "false", "spark.wrangler.enabled": "false",
+                     "spark.plugins": spark_plugin.PLUGIN_CLASS}

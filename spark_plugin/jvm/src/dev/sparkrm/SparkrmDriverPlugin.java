@@ -5,6 +5,8 @@ import dev.sparkrm.conf.SparkrmConf;
 import dev.sparkrm.riffle.RiffleDriver;
 import dev.sparkrm.rpc.MessageRouter;
 import dev.sparkrm.telemetry.TelemetryDriver;
+import dev.sparkrm.wrangler.NodeSampler;
+import dev.sparkrm.wrangler.WranglerDriver;
 import java.util.HashMap;
 import java.util.Map;
 import org.apache.spark.SparkContext;
@@ -30,10 +32,13 @@ public final class SparkrmDriverPlugin implements DriverPlugin {
   private final MessageRouter router = new MessageRouter();
   private TelemetryDriver telemetry;
   private RiffleDriver riffle;
+  private WranglerDriver wrangler;
+  private SparkContext sc;
 
   @Override
   public Map<String, String> init(SparkContext sc, PluginContext ctx) {
     SparkCompat.checkRuntimeVersion();
+    this.sc = sc;
     SparkrmConf conf = SparkrmConf.validate(sc.conf());
     LOG.info("sparkrm {} on Spark {}: configuration in effect {}",
         SparkCompat.buildInfo().getProperty("package.version"), SparkCompat.runtimeSparkVersion(), conf.asMap());
@@ -46,12 +51,17 @@ public final class SparkrmDriverPlugin implements DriverPlugin {
       riffle = RiffleDriver.start(sc, conf, router, telemetry == null ? null : telemetry.store());
       if (riffle != null) executorConf.put(START_RIFFLE, "true");
     }
+    if (conf.getBoolean("spark.wrangler.enabled")) {
+      wrangler = WranglerDriver.start(sc, conf, router, telemetry == null ? null : telemetry.store());
+      executorConf.put(NodeSampler.INTERVAL_CONF, Long.toString(wrangler.intervalMs()));
+    }
     return executorConf;
   }
 
   @Override
   public void registerMetrics(String appId, PluginContext ctx) {
     if (telemetry != null) telemetry.bind(appId);
+    if (wrangler != null) wrangler.bind(sc);
   }
 
   @Override
@@ -61,6 +71,10 @@ public final class SparkrmDriverPlugin implements DriverPlugin {
 
   @Override
   public void shutdown() {
+    if (wrangler != null) {
+      wrangler.stop();
+      wrangler = null;
+    }
     if (riffle != null) {
       riffle.stop();
       riffle = null;

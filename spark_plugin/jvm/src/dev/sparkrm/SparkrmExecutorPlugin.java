@@ -3,6 +3,7 @@ package dev.sparkrm;
 import dev.sparkrm.conf.SparkrmConf;
 import dev.sparkrm.riffle.RiffleExecutor;
 import dev.sparkrm.rpc.MessageRouter;
+import dev.sparkrm.wrangler.NodeSampler;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.apache.spark.api.plugin.ExecutorPlugin;
@@ -13,7 +14,7 @@ import org.slf4j.LoggerFactory;
 /**
  * Executor side of {@link SparkrmPlugin}: registers the executor (id and process id) with the
  * driver over the plugin RPC when telemetry is on, so that it can map executors to processes, and
- * starts Riffle's merger when the driver runs Riffle.
+ * starts Riffle's merger when the driver runs Riffle and Wrangler's node sampler when it runs Wrangler.
  *
  * <p>An exception escaping an executor plugin's {@code init} makes Spark kill the executor, and
  * the worker then restarts it forever; so nothing here may throw. (Note that
@@ -30,6 +31,8 @@ public final class SparkrmExecutorPlugin implements ExecutorPlugin {
       if ("true".equals(extraConf.get(SparkrmDriverPlugin.START_RIFFLE))) {
         RiffleExecutor.start(ctx, SparkrmConf.validate(ctx.conf()));
       }
+      String samplingMs = extraConf.get(NodeSampler.INTERVAL_CONF);
+      if (samplingMs != null) NodeSampler.start(ctx, Long.parseLong(samplingMs));
     } catch (RuntimeException e) {
       LOG.warn("sparkrm executor plugin could not start; this executor runs without it", e);
     }
@@ -38,6 +41,7 @@ public final class SparkrmExecutorPlugin implements ExecutorPlugin {
   @Override
   public void shutdown() {
     RiffleExecutor.stopAgent();
+    NodeSampler.stopSampler();
   }
 
   private static void register(PluginContext ctx) {

@@ -38,7 +38,8 @@ import org.apache.spark.scheduler.SparkListenerInterface;
 
 /**
  * Every use of Spark API that is internal or changed between releases, in one place: listener-bus
- * access for telemetry, and the shuffle-reading internals Riffle's reader builds on.
+ * access for telemetry, the shuffle-reading internals Riffle's reader builds on, and the
+ * scheduler-backend set Wrangler's holds use.
  *
  * <p>The jar is compiled against the installed pyspark's jars; {@code build.properties} in the jar
  * records which Spark version that was, and {@link #checkRuntimeVersion} refuses to start on a
@@ -100,6 +101,18 @@ public final class SparkCompat {
   /** Posts {@code event} to every listener queue ({@code LiveListenerBus.post}, private[spark] in Scala). */
   public static void postEvent(SparkContext sc, SparkListenerEvent event) {
     sc.listenerBus().post(event);
+  }
+
+  // ---- Scheduler internals used by Wrangler's holds (checked against the 4.1 bytecode) ----
+
+  /**
+   * The backend's set of executors whose loss reason is pending. {@code isExecutorActive} is false for
+   * its members, so {@code DriverEndpoint.makeOffers} offers them nothing; add and remove only while
+   * holding the backend's monitor. A Scala {@code protected val}, public in bytecode (4.0-4.2).
+   */
+  public static scala.collection.mutable.HashSet<String> pendingLossReasons(
+      org.apache.spark.scheduler.cluster.CoarseGrainedSchedulerBackend backend) {
+    return backend.executorsPendingLossReason();
   }
 
   // ---- Shuffle internals used by Riffle's reader (checked against the 4.1 bytecode) ----

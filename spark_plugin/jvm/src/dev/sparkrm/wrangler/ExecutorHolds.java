@@ -1,0 +1,222 @@
+package dev.sparkrm.wrangler;
+
+import dev.sparkrm.compat.SparkCompat;
+import dev.sparkrm.rpc.MessageRouter;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import org.apache.spark.scheduler.SchedulerBackend;
+import org.apache.spark.scheduler.cluster.CoarseGrainedSchedulerBackend;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Holds back task offers from chosen executors: the mechanism behind Wrangler's "delay" (its policy
+ * lives in Python and calls {@link #hold} through py4j).
+ *
+ * <p>Holding an executor puts its id into the scheduler backend's pending-loss-reason set under the
+ * backend's monitor, so every offer round skips it: its running tasks finish, pending tasks run on
+ * other executors, nothing is killed or duplicated. Releasing removes only ids this class added and
+ * revives offers at once. Every hold is capped at {@code maxHoldMs} of continuous holding, after which
+ * the executor rests (cannot be held) for {@code restMs}; at least one active executor always stays
+ * unheld; a daemon ticker expires holds. All hold state is guarded by the backend's monitor, the only
+ * lock taken, so the lock order Spark uses (task scheduler, then backend) is never reversed. Start and
+ * end times are stamped inside that lock, so a task launched in an offer round never falls inside a
+ * recorded hold.
+ */
+public final class ExecutorHolds {
+  private static final Logger LOG = LoggerFactory.getLogger(ExecutorHolds.class);
+  private static final long TICK_MS = 20;
+  private static volatile ExecutorHolds active;
+
+  /** One hold: when it began, when it expires unless renewed, and its cap. */
+  static final class Hold {
+    final String executorId;
+    final long startTime;
+    final long capTime;
+    long expiryTime;
+    double confidence;
+    long endTime;
+    String endReason;
+
+    Hold(String executorId, long startTime, long capTime, long expiryTime, double confidence) {
+      this.executorId = executorId;
+      this.startTime = startTime;
+      this.capTime = capTime;
+      this.expiryTime = expiryTime;
+      this.confidence = confidence;
+    }
+  }
+
+  private final long maxHoldMs;
+  private final long restMs;
+  private final Consumer<Hold> ended;
+  private final Map<String, Hold> holds = new HashMap<>();
+  private final Map<String, Long> restUntil = new HashMap<>();
+  private final ScheduledExecutorService ticker;
+  private volatile CoarseGrainedSchedulerBackend backend;
+
+  /**
+   * @param ended called (outside any lock) with every hold that ended, for its telemetry record
+   */
+  ExecutorHolds(long maxHoldMs, long restMs, Consumer<Hold> ended) {
+    this.maxHoldMs = maxHoldMs;
+    this.restMs = restMs;
+    this.ended = ended;
+    this.ticker = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "wrangler-holds");
+      t.setDaemon(true);
+      return t;
+    });
+    ticker.scheduleWithFixedDelay(this::expire, TICK_MS, TICK_MS, TimeUnit.MILLISECONDS);
+  }
+
+  /** The running application's holds, or {@code null} when Wrangler is off. */
+  public static ExecutorHolds active() {
+    return active;
+  }
+
+  static void activate(ExecutorHolds holds) {
+    active = holds;
+  }
+
+  /**
+   * Binds to the scheduler backend, which exists only once SparkContext has created it (the driver
+   * plugin calls this from {@code registerMetrics}). Other backends ({@code local[N]}) cannot hold.
+   */
+  void bind(SchedulerBackend schedulerBackend) {
+    if (schedulerBackend instanceof CoarseGrainedSchedulerBackend) {
+      backend = (CoarseGrainedSchedulerBackend) schedulerBackend;
+      LOG.info("Wrangler holds bound to {}: cap {} ms, rest {} ms", schedulerBackend.getClass().getSimpleName(),
+          maxHoldMs, restMs);
+    } else {
+      LOG.warn("Wrangler cannot hold executors under {} (not a CoarseGrainedSchedulerBackend, e.g. local[N]); "
+          + "every hold request is refused, so only hints are logged", schedulerBackend == null ? "no backend"
+          : schedulerBackend.getClass().getName());
+    }
+  }
+
+  /**
+   * Holds {@code executorId} for {@code durationMs} from now, or renews its hold (never past the cap).
+   *
+   * @return {@code held}, {@code renewed}, or why not: {@code unbound}, {@code resting},
+   *     {@code inactive} (unknown, lost or held by Spark itself), {@code last-active}
+   */
+  public String hold(String executorId, long durationMs, double confidence) {
+    CoarseGrainedSchedulerBackend be = backend;
+    if (be == null) return "unbound";
+    Hold h;
+    synchronized (be) {
+      long now = System.currentTimeMillis();
+      h = holds.get(executorId);
+      if (h != null) {
+        h.expiryTime = Math.min(h.capTime, now + durationMs);
+        h.confidence = confidence;
+        return "renewed";
+      }
+      if (restUntil.getOrDefault(executorId, 0L) > now) return "resting";
+      if (!be.isExecutorActive(executorId)) return "inactive";
+      if (activeUnheld(be) < 2) return "last-active";
+      SparkCompat.pendingLossReasons(be).add(executorId);
+      long start = System.currentTimeMillis();
+      h = new Hold(executorId, start, start + maxHoldMs, start + Math.min(durationMs, maxHoldMs), confidence);
+      holds.put(executorId, h);
+    }
+    LOG.info("Wrangler holds executor {} (confidence {}) for up to {} ms", executorId, confidence,
+        h.expiryTime - h.startTime);
+    return "held";
+  }
+
+  /** Ends the hold of {@code executorId} now; {@code false} when it was not held. */
+  public boolean release(String executorId) {
+    return end(executorId, "released");
+  }
+
+  /** Ends the hold of an executor Spark removed (Spark has already cleared its set entry). */
+  void executorRemoved(String executorId) {
+    end(executorId, "removed");
+  }
+
+  /** JSON list of the current holds: executorId, startTime, expiryTime, capTime, confidence. */
+  public String holdsJson() {
+    List<Map<String, Object>> out = new ArrayList<>();
+    CoarseGrainedSchedulerBackend be = backend;
+    if (be == null) return "[]";
+    synchronized (be) {
+      for (Hold h : holds.values()) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("executorId", h.executorId);
+        m.put("startTime", h.startTime);
+        m.put("expiryTime", h.expiryTime);
+        m.put("capTime", h.capTime);
+        m.put("confidence", h.confidence);
+        out.add(m);
+      }
+    }
+    return MessageRouter.toJson(out);
+  }
+
+  /** Releases every hold and stops the ticker; safe to call twice. */
+  void stop() {
+    ticker.shutdownNow();
+    CoarseGrainedSchedulerBackend be = backend;
+    if (be == null) return;
+    List<String> ids;
+    synchronized (be) {
+      ids = new ArrayList<>(holds.keySet());
+    }
+    for (String id : ids) end(id, "stopped");
+    if (active == this) active = null;
+  }
+
+  private void expire() {
+    CoarseGrainedSchedulerBackend be = backend;
+    if (be == null) return;
+    List<String> due = new ArrayList<>();
+    synchronized (be) {
+      long now = System.currentTimeMillis();
+      for (Hold h : holds.values()) {
+        if (h.expiryTime <= now) due.add(h.executorId);
+      }
+    }
+    for (String id : due) end(id, null);
+  }
+
+  /** Ends a hold; a {@code null} reason means it ran out: {@code cap} or {@code expired}. */
+  private boolean end(String executorId, String reason) {
+    CoarseGrainedSchedulerBackend be = backend;
+    if (be == null) return false;
+    Hold h;
+    synchronized (be) {
+      h = holds.remove(executorId);
+      if (h == null) return false;
+      SparkCompat.pendingLossReasons(be).remove(executorId);
+      h.endTime = System.currentTimeMillis();
+      h.endReason = reason != null ? reason : h.expiryTime >= h.capTime ? "cap" : "expired";
+      if (h.endReason.equals("cap")) restUntil.put(executorId, h.endTime + restMs);
+    }
+    be.reviveOffers();
+    LOG.info("Wrangler released executor {} after {} ms ({})", executorId, h.endTime - h.startTime, h.endReason);
+    try {
+      ended.accept(h);
+    } catch (RuntimeException e) {
+      LOG.warn("Wrangler could not record the hold of executor {}: {}", executorId, e.toString());
+    }
+    return true;
+  }
+
+  private static int activeUnheld(CoarseGrainedSchedulerBackend be) {
+    int n = 0;
+    scala.collection.Iterator<String> it = be.getExecutorIds().iterator();
+    while (it.hasNext()) {
+      if (be.isExecutorActive(it.next())) n++;
+    }
+    return n;
+  }
+}

@@ -1,0 +1,75 @@
+"""Command line: ``python -m spark_plugin.wrangler {train,evaluate}`` on recorded telemetry files.
+
+``train`` labels the tasks of one or more telemetry files (written under
+``spark.sparkrm.telemetry.dir`` with the ``wrangler`` feature on, so they hold
+``node`` samples), fits a :class:`StragglerPredictor` and saves it; point
+``spark.wrangler.model.path`` at the result. ``evaluate`` scores a saved model on
+another file (held-out tasks) and prints TPR, FPR and the rest as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ..errors import SparkrmError
+from ..telemetry_reader import read_telemetry
+from .dataset import build_dataset, concat
+from .metrics import evaluate
+from .predictor import StragglerPredictor
+
+
+def load_rows(paths, *, beta: float, scope: str, workload: str):
+    """The labelled rows of telemetry files, in launch order.
+
+    A task's sample may be at most two sampling intervals old (the interval is read from the file).
+    """
+    datasets = []
+    for path in paths:
+        tables = read_telemetry(path)
+        if "node" not in tables or not tables["node"].num_rows:
+            raise SparkrmError(f"{path} holds no node samples. Record it with the wrangler feature on "
+                               f"(features=['wrangler'] or spark.wrangler.enabled=true).")
+        nodes = tables["node"].to_pandas()
+        datasets.append(build_dataset(tables["task"].to_pandas(), nodes, beta=beta, scope=scope, workload=workload,
+                                      max_age_ms=int(2 * nodes["intervalMs"].median())))
+    return concat(datasets)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m spark_plugin.wrangler", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, helptext in (("train", "train a model on telemetry files"),
+                           ("evaluate", "score a saved model on telemetry files")):
+        cmd = sub.add_parser(name, help=helptext)
+        if name == "evaluate":
+            cmd.add_argument("model", type=Path, help="a model written by `train`")
+        cmd.add_argument("telemetry", type=Path, nargs="+", help="<appId>.telemetry.jsonl files")
+        cmd.add_argument("--beta", type=float, default=1.3, help="straggler threshold (default 1.3)")
+        cmd.add_argument("--scope", choices=("stage", "job"), default="stage", help="median over (default stage)")
+        cmd.add_argument("--workload", default="default", help="workload tag of these tasks (default 'default')")
+    train = sub.choices["train"]
+    train.add_argument("--out", type=Path, required=True, help="where to write the model (joblib)")
+    train.add_argument("--min-node-tasks", type=int, default=100, help="rows a node needs for its own model")
+    sub.choices["evaluate"].add_argument("--confidence", type=float, default=0.7, help="threshold p (default 0.7)")
+    opts = parser.parse_args(argv)
+    try:
+        rows = load_rows(opts.telemetry, beta=opts.beta, scope=opts.scope, workload=opts.workload)
+        if opts.command == "train":
+            model = StragglerPredictor(min_node_tasks=opts.min_node_tasks).fit(rows)
+            model.save(opts.out)
+            print(json.dumps({"model": str(opts.out), "rows": len(rows), "stragglers": int(rows.y.sum()),
+                              "node_models": sorted(model.node_models_), "fit_seconds": model.fit_seconds_}, indent=1))
+        else:
+            print(json.dumps(evaluate(StragglerPredictor.load(opts.model), rows, confidence=opts.confidence),
+                             indent=1))
+    except (SparkrmError, ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""Wrangler's model set: a calibrated SVM per node, and f_{0,n,l} for nodes with little data.
+
+Training follows spec §4 and §10: rows in launch order, the first two thirds
+train and the last third calibrates (temporal split); the min-max scaler is fitted
+on the training rows only and clips to [0, 1] afterwards, so nothing about later
+rows leaks into the model. A node with at least ``min_node_tasks`` training rows
+of both classes gets its own SVM; every other node (including one never seen)
+is scored by the shared multi-task model. Models are frozen after :meth:`fit` and
+saved with joblib.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from pathlib import Path
+
+import joblib
+import numpy as np
+from sklearn.preprocessing import MinMaxScaler
+
+from .dataset import Dataset
+from .model import CalibratedSVM
+from .multitask import MultiTaskSVM
+
+
+class StragglerPredictor:
+    """Per-node calibrated SVMs with a multi-task fallback.
+
+    Parameters
+    ----------
+    min_node_tasks : int, default=100
+        Training rows a node needs for its own model.
+    calibration_fraction : float, default=1/3
+        The last fraction of rows (in time) that calibrates the confidence.
+    random_state : int, default=0
+
+    Attributes
+    ----------
+    features_ : list of str
+        Counter names, in column order.
+    scaler_ : sklearn.preprocessing.MinMaxScaler
+        Fitted on the training rows only.
+    node_models_ : dict of str to CalibratedSVM
+    shared_ : MultiTaskSVM
+    fit_seconds_ : dict of str to float
+        Wall time to fit each node model, and ``"shared"`` for the multi-task one.
+    n_train_ : int
+    """
+
+    def __init__(self, *, min_node_tasks: int = 100, calibration_fraction: float = 1 / 3, random_state: int = 0):
+        self.min_node_tasks = min_node_tasks
+        self.calibration_fraction = calibration_fraction
+        self.random_state = random_state
+
+    def fit(self, data: Dataset) -> "StragglerPredictor":
+        """Train on ``data`` (rows in launch order)."""
+        train, cal = data.split(1 - self.calibration_fraction)
+        self.features_ = list(data.features)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN counters (no cgroup) scale to NaN, then 0
+            self.scaler_ = MinMaxScaler(clip=True).fit(train.X)
+        Xt, Xc = self._scale(train.X), self._scale(cal.X)
+        self.fit_seconds_ = {}
+        start = time.perf_counter()
+        self.shared_ = MultiTaskSVM(random_state=self.random_state).fit(
+            Xt, train.y, train.nodes, train.workloads, Xc, cal.y, cal.nodes, cal.workloads)
+        self.fit_seconds_["shared"] = time.perf_counter() - start
+        self.node_models_ = {}
+        for node in sorted(set(train.nodes)):
+            rows, cal_rows = train.nodes == node, cal.nodes == node
+            if rows.sum() < self.min_node_tasks or len(np.unique(train.y[rows])) < 2:
+                continue
+            start = time.perf_counter()
+            self.node_models_[node] = CalibratedSVM(random_state=self.random_state).fit(
+                Xt[rows], train.y[rows], Xc[cal_rows], cal.y[cal_rows])
+            self.fit_seconds_[node] = time.perf_counter() - start
+        self.n_train_ = len(train)
+        return self
+
+    def predict(self, X, nodes, workloads) -> tuple[np.ndarray, np.ndarray]:
+        """SVM scores and calibrated confidences, one per row.
+
+        Parameters
+        ----------
+        X : array of shape (n, d)
+            Raw counters in :attr:`features_` order.
+        nodes, workloads : sequence of str
+        """
+        nodes, workloads = np.asarray(nodes, dtype=object), np.asarray(workloads, dtype=object)
+        Xs = self._scale(np.asarray(X, dtype=float))
+        scores = self.shared_.decision_function(Xs, nodes, workloads)
+        conf = self.shared_.confidence(Xs, nodes, workloads)
+        for node, model in self.node_models_.items():
+            rows = nodes == node
+            if rows.any():
+                scores[rows] = model.decision_function(Xs[rows])
+                conf[rows] = model.confidence(Xs[rows])
+        return scores, conf
+
+    def model_kind(self, node: str) -> str:
+        """``"node"`` when ``node`` has its own model, else ``"shared"``."""
+        return "node" if node in self.node_models_ else "shared"
+
+    def save(self, path) -> Path:
+        """Write the fitted predictor to ``path`` (joblib)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        joblib.dump(self, path)
+        return path
+
+    @staticmethod
+    def load(path) -> "StragglerPredictor":
+        """Read a predictor written by :meth:`save`.
+
+        Raises
+        ------
+        ValueError
+            If the file holds something else.
+        """
+        model = joblib.load(Path(path))
+        if not isinstance(model, StragglerPredictor):
+            raise ValueError(f"{path} holds a {type(model).__name__}, not a Wrangler model. Write one with "
+                             f"`python -m spark_plugin.wrangler train <telemetry.jsonl> --out {path}`.")
+        return model
+
+    def _scale(self, X: np.ndarray) -> np.ndarray:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.nan_to_num(self.scaler_.transform(X), nan=0.0)
