@@ -70,6 +70,12 @@ class RuntimeModel:
         The latest data size per iteration ``S``.
     n_samples_ : int
         Samples learned from.
+    overhead_s_ : float
+        Learned wall seconds per iteration that no core count shortens (0.0 until wall times
+        are reported): on Spark, scheduling the iteration's job, starting its tasks and
+        collecting their results. The thesis's ``c * S / N`` assumes compute dominates; with
+        small data on few cores this term is often the larger one, so ignoring it would
+        predict hundreds of iterations per epoch where a job runs a few.
 
     Examples
     --------
@@ -86,9 +92,15 @@ class RuntimeModel:
         self.c_: float | None = None
         self.data_size_: float | None = None
         self.n_samples_ = 0
+        self.overhead_s_ = 0.0
 
-    def update(self, cpu_time_s: float, data_size: float = 1.0) -> "RuntimeModel":
-        """Learn from one finished iteration that used ``cpu_time_s`` CPU seconds on ``data_size`` data."""
+    def update(self, cpu_time_s: float, data_size: float = 1.0, *, wall_s: float | None = None,
+               cores: int | None = None) -> "RuntimeModel":
+        """Learn from one finished iteration that used ``cpu_time_s`` CPU seconds on ``data_size`` data.
+
+        With the iteration's wall time ``wall_s`` on ``cores`` cores, also learn the per-iteration
+        overhead as the part of the wall time that the CPU time spread over the cores does not explain.
+        """
         check_params(self, self._constraints)
         if not (math.isfinite(cpu_time_s) and cpu_time_s > 0):
             raise ValueError(f"cpu_time_s must be a finite number > 0. Got {cpu_time_s!r}. "
@@ -98,31 +110,35 @@ class RuntimeModel:
                              "Pass bytes or rows processed, or 1.0 for one full pass.")
         sample = cpu_time_s / data_size
         self.c_ = sample if self.c_ is None else (1 - self.smoothing) * self.c_ + self.smoothing * sample
+        if wall_s is not None and cores:
+            overhead = max(float(wall_s) - cpu_time_s / cores, 0.0)
+            self.overhead_s_ = (overhead if self.n_samples_ == 0
+                                else (1 - self.smoothing) * self.overhead_s_ + self.smoothing * overhead)
         self.data_size_ = float(data_size)
         self.n_samples_ += 1
         return self
 
     def fit(self, history: LossHistory) -> "RuntimeModel":
         """Relearn ``c`` from every report of ``history`` that carries a CPU time (data size 1 if absent)."""
-        self.c_, self.data_size_, self.n_samples_ = None, None, 0
+        self.c_, self.data_size_, self.n_samples_, self.overhead_s_ = None, None, 0, 0.0
         for cpu, size in zip(history.cpu_times_, history.data_sizes_):
             if math.isfinite(cpu) and cpu > 0:
                 self.update(float(cpu), float(size) if math.isfinite(size) and size > 0 else 1.0)
         return self
 
     def iteration_time(self, cores, data_size: float | None = None):
-        """Predicted wall seconds of one iteration on ``cores`` cores (array-like allowed)."""
+        """Predicted wall seconds of one iteration on ``cores`` cores: overhead + ``c * S / N`` (array-like allowed)."""
         cores = np.asarray(cores, dtype=float)
         if self.c_ is None:
             cpu = self.prior_cpu_s
         else:
             cpu = self.c_ * (self.data_size_ if data_size is None else data_size)
         with np.errstate(divide="ignore"):
-            out = np.where(cores > 0, cpu / np.maximum(cores, 1e-300), np.inf)
+            out = np.where(cores > 0, self.overhead_s_ + cpu / np.maximum(cores, 1e-300), np.inf)
         return float(out) if out.ndim == 0 else out
 
     def iterations(self, cores, epoch_s: float, data_size: float | None = None):
-        """Iterations ``cores`` cores finish in ``epoch_s`` seconds: ``epoch_s * N / (c * S)``, continuous."""
+        """Iterations ``cores`` cores finish in ``epoch_s`` seconds: ``epoch_s / iteration_time``, continuous."""
         return epoch_s / self.iteration_time(cores, data_size)
 
 

@@ -65,6 +65,7 @@ class TrainingJob:
         self.core_seconds = 0.0  # cores granted x time, what the fair baseline rotates on
         self._scheduler = scheduler
         self._steps = 0
+        self._iteration: tuple[float, int] | None = None  # (start, cores) of the iteration in flight
 
     def wait_for_cores(self, timeout: float | None = None) -> int:
         """Block until this job holds cores, route the calling thread's next Spark jobs to them, return how many.
@@ -77,6 +78,10 @@ class TrainingJob:
             When the job has finished or the scheduler has stopped.
         """
         cores = self._scheduler._wait_for_cores(self, timeout)
+        if self._iteration is None:  # the first Spark job of this iteration: its wall clock starts now
+            self._iteration = (time.perf_counter(), cores)
+        else:  # another one (e.g. an L-BFGS line search): count the fewest cores it ran on
+            self._iteration = (self._iteration[0], min(self._iteration[1], cores))
         self._steps += 1
         sc = self._scheduler.sc
         sc.setJobGroup(f"slaq-{self.name}-{self._steps}-c{cores}", f"SLAQ {self.name} step {self._steps} on {cores} cores")
@@ -89,14 +94,17 @@ class TrainingJob:
         """Record a finished iteration: its loss and, if measured, the CPU seconds its tasks used.
 
         ``data_size`` is the data the iteration processed (``S`` in ``c * S / N``; 1.0 means one
-        full pass). Errors for a non-finite loss or a non-increasing iteration come from
-        :meth:`LossHistory.record`.
+        full pass). The iteration's wall time, from the :meth:`wait_for_cores` that started it,
+        teaches the runtime model its per-iteration overhead. Errors for a non-finite loss or a
+        non-increasing iteration come from :meth:`LossHistory.record`.
         """
+        started, self._iteration = self._iteration, None
         with self._scheduler._lock:
             self.history.record(iteration, loss, cpu_time_s=cpu_time_s, data_size=data_size,
                                 time_s=self._scheduler.clock())
             if cpu_time_s is not None and cpu_time_s > 0:
-                self.runtime.update(cpu_time_s, data_size)
+                wall, cores = (None, None) if started is None else (time.perf_counter() - started[0], started[1])
+                self.runtime.update(cpu_time_s, data_size, wall_s=wall, cores=cores)
 
     def finish(self) -> None:
         """Leave the scheduler; this job's cores go to the others at once."""

@@ -1,0 +1,188 @@
+"""SLAQ vs the fair baseline on real Spark training jobs, at several loads, in the same application.
+
+    python -m benchmarks.slaq --loads 8,4,2 --jobs 12 --epoch 1.0
+
+For every load (mean seconds between Poisson arrivals; smaller is heavier) the same seeded job
+mix runs once under each policy, one run after another in one ``local-cluster`` application.
+Recorded per run: every job's loss reports with their times, and the scheduler's decisions.
+Then, from those traces: average time to 90% and 95% loss reduction, the average normalized loss
+of active jobs over time, loss-prediction error 1/5/10 iterations ahead (curve fit vs strawman).
+Also measured: the runtime model's core scaling (one job on 1 then 2 cores) and the allocator's
+decision time for 4,000 jobs on 16,000 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.common import result_path, run_metadata, write_json
+
+from . import metrics
+from .report import write_report
+from .workload import JobSpec, datasets, generate, trainer
+
+POLICIES = ("fair", "slaq")
+
+
+def session(executors: int):
+    import spark_plugin
+
+    conf = {"spark.driver.memory": "2g", "spark.ui.showConsoleProgress": "false", "spark.scheduler.mode": "FAIR"}
+    return spark_plugin.session(f"local-cluster[{executors},1,2048]", features=["telemetry"], conf=conf)
+
+
+def run_workload(spark, data: dict, specs: list[JobSpec], policy: str, cores: int, epoch_s: float, progress) -> dict:
+    """Run ``specs`` (arriving on time) under ``policy``; returns traces and decisions."""
+    from spark_plugin.slaq.scheduler import SlaqScheduler
+
+    traces, errors = {}, []
+    with SlaqScheduler(spark, cores=cores, policy=policy, epoch_s=epoch_s) as slaq:
+        def train(spec: JobSpec):
+            try:
+                with slaq.job(spec.name, max_cores=data[spec.kind].partitions) as job:
+                    trainer(spec).fit(data[spec.kind], job)
+                    h = job.history
+                    traces[spec.name] = {"kind": spec.kind, "arrival_s": job.arrival_s,
+                                         "points": [[float(t), float(l)] for t, l in zip(h.times_, h.losses_)],
+                                         "cpu_s": float(np.nansum(h.cpu_times_))}
+                progress(spec.name)
+            except Exception as e:  # a failed job is reported, never silently dropped
+                errors.append(f"{spec.name}: {e!r}")
+
+        threads, start = [], slaq.clock()
+        for spec in specs:
+            time.sleep(max(0.0, spec.arrival_s - (slaq.clock() - start)))
+            threads.append(threading.Thread(target=train, args=(spec,), name=f"slaq-{spec.name}"))
+            threads[-1].start()
+        for t in threads:
+            t.join()
+    if errors:
+        raise RuntimeError(f"{len(errors)} {policy} jobs failed: {errors}")
+    decisions = [r.decision_ms for r in slaq.timeline]
+    return {"traces": traces, "decisions": len(decisions),
+            "decision_ms": {"median": statistics.median(decisions), "max": max(decisions)},
+            "timeline": [{"t": r.time_s, "cores": r.cores} for r in slaq.timeline]}
+
+
+def runtime_scaling(data, spec: JobSpec, iterations: int = 8) -> dict:
+    """Median iteration wall time of one job pinned to 1 then 2 cores, and its CPU time per iteration."""
+    out = {}
+    for cores in (1, 2):
+        class Pinned:
+            walls, cpus, last = [], [], None
+
+            def wait_for_cores(self, timeout=None):
+                self.last = time.perf_counter()
+                return cores
+
+            def report(self, k, loss, *, cpu_time_s=None, data_size=1.0):
+                self.walls.append(time.perf_counter() - self.last)
+                self.cpus.append(cpu_time_s)
+
+        pinned = Pinned()
+        trainer(JobSpec(spec.name, spec.kind, 0.0, {**spec.params, "max_iter": iterations})).fit(data, pinned)
+        out[str(cores)] = {"wall_s": statistics.median(pinned.walls[1:]), "cpu_s": statistics.median(pinned.cpus[1:])}
+    out["speedup"] = out["1"]["wall_s"] / out["2"]["wall_s"]
+    return out
+
+
+def decision_time(jobs: int = 4000, cores: int = 16000, repeat: int = 5, seed: int = 0) -> dict:
+    """Seconds for one Objective A decision over ``jobs`` jobs with fitted forecasts (fits are cached per report)."""
+    from spark_plugin.slaq import JobCurve, LossHistory, LossPredictor, RuntimeModel, allocate, epoch_curve
+
+    rng = np.random.default_rng(seed)
+    predictor, curves = LossPredictor(), []
+    fit_started = time.perf_counter()
+    for j in range(jobs):
+        n = int(rng.integers(6, 30))
+        k = np.arange(n)
+        loss = 1.0 / (rng.uniform(0.01, 1) * k + 1) if j % 2 else rng.uniform(0.6, 0.95) ** k
+        history = LossHistory()
+        for i in k:
+            history.record(int(i), float(loss[i]) * 10 + 1)
+        runtime = RuntimeModel().update(float(rng.uniform(0.05, 2.0)))
+        curves.append(JobCurve(f"j{j}", epoch_curve(predictor.forecast(history), runtime, 2.0)))
+    fit_s = time.perf_counter() - fit_started
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        allocate(curves, cores)
+        times.append(time.perf_counter() - started)
+    return {"jobs": jobs, "cores": cores, "allocate_s": {"median": statistics.median(times), "max": max(times)},
+            "forecast_all_s": fit_s}
+
+
+def synthetic_prediction_errors() -> dict:
+    """Predictor error on the thesis's two convergence classes, as a reference for the real traces."""
+    k = np.arange(60)
+    return {"O(1/k)": metrics.prediction_errors(list(1.0 / (0.3 * k + 1) + 0.2)),
+            "O(mu^k)": metrics.prediction_errors(list(0.9 ** k + 0.1))}
+
+
+def main(argv=None) -> int:
+    from tqdm import tqdm
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.slaq", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--loads", type=lambda s: [float(x) for x in s.split(",")], default=[8.0, 4.0, 2.0],
+                        help="mean seconds between arrivals, one run per value (default 8,4,2)")
+    parser.add_argument("--jobs", type=int, default=12, help="jobs per run (default 12)")
+    parser.add_argument("--policies", type=lambda s: s.split(","), default=list(POLICIES),
+                        help="comma-separated, from slaq,maxmin,fair (default fair,slaq)")
+    parser.add_argument("--epoch", type=float, default=1.0, help="scheduling epoch in seconds (default 1)")
+    parser.add_argument("--executors", type=int, default=2, help="executor JVMs, one core each (default 2)")
+    parser.add_argument("--rows", type=int, default=60_000, help="rows of each generated data set (default 60000)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default benchmarks/results/slaq)")
+    args = parser.parse_args(argv)
+    unknown = [p for p in args.policies if p not in ("slaq", "maxmin", "fair")]
+    if unknown or args.jobs < 1 or args.epoch <= 0 or args.executors < 1 or any(l <= 0 for l in args.loads):
+        parser.error(f"bad arguments (unknown policies: {unknown}); --jobs >= 1, --epoch > 0, loads > 0")
+
+    meta = run_metadata(vars(args) | {"out": str(args.out), "loads": args.loads})
+    spark = session(args.executors)
+    cores = spark.sparkContext.defaultParallelism
+    data = datasets(spark.sparkContext, args.rows, partitions=2 * cores)
+    runs = {}
+    try:
+        probe = generate(len(("logreg", "svm", "linreg", "kmeans")), 1.0, args.seed)
+        scaling = {s.kind: runtime_scaling(data[s.kind], s) for s in probe}
+        with tqdm(total=len(args.loads) * len(args.policies) * args.jobs, desc="SLAQ benchmark", unit="job") as bar:
+            for load in args.loads:
+                specs = generate(args.jobs, load, args.seed)
+                for policy in args.policies:
+                    bar.set_postfix_str(f"load {load:g} s, {policy}")
+                    run = run_workload(spark, data, specs, policy, cores, args.epoch, lambda name: bar.update())
+                    run["summary"] = metrics.summarize(list(run["traces"].values()))
+                    runs.setdefault(str(load), {})[policy] = run
+    finally:
+        spark.stop()
+    errors = {}
+    for load, by_policy in runs.items():
+        for name, trace in next(iter(by_policy.values()))["traces"].items():
+            errors.setdefault(trace["kind"], []).append(metrics.prediction_errors([p[1] for p in trace["points"]]))
+    payload = {"meta": meta, "cores": cores, "runs": runs, "runtime_scaling": scaling,
+               "prediction_errors": {kind: _mean_errors(e) for kind, e in errors.items()},
+               "synthetic_prediction_errors": synthetic_prediction_errors(), "decision_time": decision_time()}
+    json_path = write_json(result_path("slaq", "json", meta, args.out), payload)
+    print(f"wrote {json_path} and {write_report(json_path)}")
+    return 0
+
+
+def _mean_errors(per_job: list[dict]) -> dict:
+    """Mean over jobs of each horizon's fit and strawman errors."""
+    out = {}
+    for h in per_job[0]:
+        out[h] = {name: _mean([e[h][name] for e in per_job]) for name in ("fit", "strawman")}
+    return out
+
+
+def _mean(values):
+    values = [v for v in values if v is not None]
+    return statistics.fmean(values) if values else None

@@ -1,0 +1,85 @@
+"""The SLAQ benchmark's jobs: a seeded mix of the four trainers on generated data, arriving as a Poisson process.
+
+Thesis Table 3.1 mixes algorithms and model variants over cached data sets; here each kind of
+job has one generated data set (cached once, shared by the jobs of that kind, as jobs sharing a
+cluster's cached tables would) and its jobs differ in hyperparameters, so their loss curves differ.
+Sizes are chosen so an iteration takes roughly 50-500 ms on this machine's two cores.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+KINDS = ("logreg", "svm", "linreg", "kmeans")
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    name: str
+    kind: str
+    arrival_s: float
+    params: dict = field(default_factory=dict)
+
+
+def generate(jobs: int, mean_gap_s: float, seed: int = 0) -> list[JobSpec]:
+    """``jobs`` jobs, kinds and hyperparameters drawn with ``seed``, Poisson arrivals with mean gap ``mean_gap_s``."""
+    rng = random.Random(seed)
+    specs, t = [], 0.0
+    for i in range(jobs):
+        kind = KINDS[i % len(KINDS)] if i < len(KINDS) else rng.choice(KINDS)
+        specs.append(JobSpec(f"{kind}-{i}", kind, round(t, 3), _params(kind, rng)))
+        t += rng.expovariate(1.0 / mean_gap_s)
+    return specs
+
+
+def _params(kind: str, rng: random.Random) -> dict:
+    if kind == "logreg":
+        return {"step": rng.choice([1.0, 2.0, 4.0]), "reg": rng.choice([1e-4, 1e-3]), "max_iter": 40}
+    if kind == "svm":
+        return {"step": rng.choice([0.25, 0.5, 1.0]), "reg": rng.choice([1e-3, 1e-2]), "max_iter": 40}
+    if kind == "linreg":
+        return {"reg": rng.choice([1e-4, 1e-2]), "max_iter": 30}
+    return {"n_clusters": rng.choice([8, 16, 24]), "max_iter": 30, "seed": rng.randrange(1000)}
+
+
+def trainer(spec: JobSpec):
+    """The estimator a job runs."""
+    from spark_plugin.slaq import trainers
+
+    p = spec.params
+    if spec.kind == "logreg":
+        return trainers.LogisticRegressionGD(step=p["step"], reg=p["reg"], max_iter=p["max_iter"])
+    if spec.kind == "svm":
+        return trainers.LinearSVMGD(step=p["step"], reg=p["reg"], max_iter=p["max_iter"])
+    if spec.kind == "linreg":
+        return trainers.LinearRegressionLBFGS(reg=p["reg"], max_iter=p["max_iter"])
+    return trainers.KMeansLloyd(p["n_clusters"], max_iter=p["max_iter"], seed=p["seed"])
+
+
+def _unit_spectral_norm(x):
+    """Standardized columns scaled so that ``x.T @ x / n`` has largest eigenvalue 1.
+
+    Gradient descent on the logistic loss is then stable for steps up to 8, and on the hinge
+    loss the ``step / sqrt(k)`` schedule does not overshoot, whatever the generated data's scale.
+    """
+    import numpy as np
+
+    x = (x - x.mean(0)) / x.std(0)
+    return x / np.sqrt(np.linalg.eigvalsh(x.T @ x / len(x))[-1])
+
+
+def datasets(sc, rows: int, partitions: int) -> dict:
+    """One cached data set per kind (classification for logreg and svm), ``rows`` rows each."""
+    from sklearn.datasets import make_blobs, make_classification, make_regression
+
+    from spark_plugin.slaq.trainers import TrainingData
+
+    x, y = make_classification(rows, 40, n_informative=20, random_state=0)
+    classification = TrainingData.from_numpy(sc, _unit_spectral_norm(x), y, partitions=partitions)
+    # Low effective rank: an ill-conditioned least-squares problem that takes L-BFGS tens of steps.
+    x, y = make_regression(rows, 40, effective_rank=8, tail_strength=0.6, noise=1.0, random_state=1)
+    regression = TrainingData.from_numpy(sc, x / x.std(0), y / y.std(), partitions=partitions)
+    x, _ = make_blobs(rows, 16, centers=20, random_state=2)
+    clusters = TrainingData.from_numpy(sc, x, partitions=partitions)
+    return {"logreg": classification, "svm": classification, "linreg": regression, "kmeans": clusters}
