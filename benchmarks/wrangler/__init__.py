@@ -1,0 +1,1 @@
+"""Wrangler benchmark: noisy neighbour on local-cluster (see run.py)."""

@@ -1,0 +1,186 @@
+"""Wrangler's benchmark: ``python -m benchmarks.wrangler [--jobs N] [--rounds R] [--out DIR]``.
+
+Noisy neighbour on ``local-cluster[E,1,1024]``: one executor's JVM is starved of CPU in bursts at
+seeded random times (:mod:`.noise`) while a two-stage job runs repeatedly. First a warm-up
+application records telemetry (node samples, tasks) and a :class:`StragglerPredictor` is trained on
+it (two thirds train, one third calibrates). Then, in the same run, each arm is a fresh application
+with the same burst schedule: default Spark, ``spark.speculation=true``, Wrangler (p = 0.7), Wrangler
+with speculation, and Wrangler without the confidence threshold (p = 0). Arms are interleaved over
+rounds. The held-out prediction quality is measured on the default arm's tasks (no holds bias their
+labels). Writes ``<date>-<sha>.json`` plus a Markdown/PNG report to ``benchmarks/results/wrangler/``
+(or ``--out``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.common import result_path, run_metadata, write_json
+
+from .noise import NoisyNeighbour, burst_schedule, unavailable_reason
+from .report import write_report
+from .workload import arm_metrics, multi_stage_job, percentiles
+
+ARMS = {
+    "default": ({}, None),
+    "speculation": ({"spark.speculation": "true"}, None),
+    "wrangler": ({}, 0.7),
+    "wrangler+speculation": ({"spark.speculation": "true"}, 0.7),
+    "wrangler-no-threshold": ({}, 0.0),
+}
+
+
+def run_app(args, name: str, extra: dict, model: Path | None, p: float | None, jobs: int, work_dir: Path) -> dict:
+    """One application: start, wait for executors, one unmeasured job, then ``jobs`` jobs under noise."""
+    import spark_plugin
+    from spark_plugin.wrangler import running
+    from tests.conftest import stop_and_clean  # ends the driver JVM too, so no arm inherits another's conf
+
+    conf = {"spark.wrangler.interval": f"{args.interval_ms}ms", "spark.wrangler.hold.maxDuration": args.hold_cap,
+            "spark.sparkrm.telemetry.dir": str(work_dir / name), "spark.ui.showConsoleProgress": "false",
+            "spark.default.parallelism": str(args.partitions), **extra}
+    if model is None:  # node samples only: the loop has no model and trains none
+        conf.update({"spark.wrangler.mode": "hint", "spark.wrangler.train.warmup": "24h"})
+    else:
+        conf.update({"spark.wrangler.model.path": str(model), "spark.wrangler.confidence": str(p)})
+    spark = spark_plugin.session(f"local-cluster[{args.executors},1,1024]", ["wrangler"],
+                                 app_name=f"wrangler-bench-{name}", conf=conf)
+    app_id = spark.sparkContext.applicationId
+    try:
+        tm = spark_plugin.telemetry(spark)
+        pid = _victim_pid(tm, args)
+        expected = sum(range(args.partitions * 2000))
+        assert multi_stage_job(spark, args.partitions, args.work) == expected
+        mark = tm.mark()
+        schedule = burst_schedule(args.seed, args.burst_window_s)
+        started = time.time()
+        with NoisyNeighbour(pid, schedule, share=args.share) as noise:
+            noise.start()
+            for _ in range(jobs):
+                assert multi_stage_job(spark, args.partitions, args.work) == expected
+        wall = time.time() - started
+        records = tm.records(since=mark)
+        loop = running(spark)
+        predict_s = list(loop.predict_seconds_) if loop else []
+        if loop:
+            loop.stop()
+        return {"arm": name, "wall_s": wall, "noise": noise.method_, "bursts": noise.bursts_,
+                "predict_seconds": predict_s, "records": records,
+                **arm_metrics(records, victim=args.victim, bursts=noise.bursts_)}
+    finally:
+        stop_and_clean(spark, app_id)
+
+
+def _victim_pid(tm, args) -> int:
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        pids = {e["executorId"]: e["pid"] for e in tm.executors().to_pylist() if e["event"] == "registered"}
+        if len(pids) >= args.executors:
+            return pids[args.victim]
+        time.sleep(0.5)
+    raise RuntimeError(f"Only executors {sorted(pids)} registered within 120 s; expected {args.executors}.")
+
+
+def rows_of(result: dict, args):
+    from spark_plugin.wrangler import build_dataset
+
+    records = result["records"]
+    return build_dataset(records["task"].to_pandas(), records["node"].to_pandas(),
+                         max_age_ms=2 * args.interval_ms)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.wrangler", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--executors", type=int, default=3)
+    parser.add_argument("--victim", default="2", help="executor id of the noisy neighbour's victim")
+    parser.add_argument("--partitions", type=int, default=12, help="tasks per stage")
+    parser.add_argument("--work", type=int, default=1_500_000, help="Python loop steps per task")
+    parser.add_argument("--warmup-jobs", type=int, default=30)
+    parser.add_argument("--jobs", type=int, default=15, help="measured jobs per arm and round")
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--interval-ms", type=int, default=1000, help="Wrangler's Delta")
+    parser.add_argument("--hold-cap", default="10s", help="spark.wrangler.hold.maxDuration")
+    parser.add_argument("--share", type=float, default=0.1, help="CPU share of one core left during a burst")
+    parser.add_argument("--burst-window-s", type=float, default=600)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--arms", default=",".join(ARMS), help="comma-separated subset of " + ",".join(ARMS))
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    from spark_plugin.wrangler import StragglerPredictor, evaluate
+
+    arms = [a.strip() for a in args.arms.split(",") if a.strip()]
+    with tempfile.TemporaryDirectory(prefix="wrangler-bench-") as tmp:
+        work = Path(tmp)
+        print(f"noise: {'cgroup cpu quota' if unavailable_reason() is None else unavailable_reason()}", file=sys.stderr)
+        warm = run_app(args, "warmup", {}, None, None, args.warmup_jobs, work)
+        train_rows = rows_of(warm, args)
+        t0 = time.perf_counter()
+        model = StragglerPredictor(min_node_tasks=50).fit(train_rows)
+        train_total_s = time.perf_counter() - t0
+        model_path = model.save(work / "wrangler.joblib")
+        runs = []
+        for r in range(args.rounds):
+            for name in arms[r % len(arms):] + arms[:r % len(arms)]:
+                extra, p = ARMS[name]
+                print(f"round {r + 1}: {name}", file=sys.stderr)
+                runs.append({"round": r, **run_app(args, name, extra, model_path if p is not None else None,
+                                                   p, args.jobs, work)})
+        held_out = [rows_of(x, args) for x in runs if x["arm"] == "default"]
+    quality = {}
+    if held_out:
+        from spark_plugin.wrangler.dataset import concat
+
+        test = concat(held_out)
+        quality = {f"p={p}": evaluate(model, test, confidence=p) for p in (0.7, 0.0)}
+    summary = summarize(runs, arms)
+    cost = {"train_rows": len(train_rows), "train_stragglers": int(train_rows.y.sum()),
+            "train_total_s": train_total_s, "fit_seconds": model.fit_seconds_,
+            "node_models": sorted(model.node_models_),
+            "predict_s_per_node": _per_node_predict_cost(runs, args.executors)}
+    for x in runs:
+        x.pop("records")
+    meta = run_metadata({k: v for k, v in vars(args).items() if k != "out"} | {"noise": warm["noise"]})
+    path = write_json(result_path("wrangler", "json", meta, args.out),
+                      {"meta": meta, "runs": runs, "summary": summary, "quality": quality, "cost": cost,
+                       "warmup": {k: v for k, v in warm.items() if k != "records"}})
+    print(write_report(path))
+    return 0
+
+
+def summarize(runs: list, arms: list) -> dict:
+    """Per arm: pooled percentiles, task-seconds and delays; ratios to default and to speculation."""
+    out = {}
+    for name in arms:
+        mine = [x for x in runs if x["arm"] == name]
+        if not mine:
+            continue
+        out[name] = {"job": percentiles([v for x in mine for v in x["job_s"]]),
+                     "stage": percentiles([v for x in mine for v in x["stage_s"]]),
+                     **{k: sum(x[k] for x in mine) / len(mine) for k in (
+                         "task_seconds", "speculative_attempts", "queue_delay_p50_s", "queue_delay_p90_s",
+                         "median_task_s", "victim_task_fraction", "straggler_fraction", "holds", "held_s",
+                         "wall_s")}}
+    for base in ("default", "speculation"):
+        if base not in out:
+            continue
+        for s in out.values():
+            s[f"vs_{base}"] = {"job_p99": s["job"]["p99"] / out[base]["job"]["p99"],
+                               "job_p50": s["job"]["p50"] / out[base]["job"]["p50"],
+                               "stage_p99": s["stage"]["p99"] / out[base]["stage"]["p99"],
+                               "task_seconds": s["task_seconds"] / out[base]["task_seconds"]}
+    if "default" in out:
+        base = out["default"]
+        for s in out.values():
+            s["delay_overhead_pct_of_task"] = 100 * (s["queue_delay_p50_s"] - base["queue_delay_p50_s"]) / base[
+                "median_task_s"]
+    return out
+
+
+def _per_node_predict_cost(runs: list, executors: int) -> dict:
+    ticks = [s / executors for x in runs for s in x["predict_seconds"]]
+    return percentiles(ticks) if ticks else {}
