@@ -1,6 +1,7 @@
 """SLAQ vs the fair baseline on real Spark training jobs, at several loads, in the same application.
 
-    python -m benchmarks.slaq --loads 8,4,2 --jobs 12 --epoch 1.0
+    python -m benchmarks.slaq workload --loads 6,3,1.5 --jobs 12 --rows 200000
+    python -m benchmarks.slaq rescale        # the cross-application coordinator's costs (rescale.py)
 
 For every load (mean seconds between Poisson arrivals; smaller is heavier) the same seeded job
 mix runs once under each policy, one run after another in one ``local-cluster`` application.
@@ -130,17 +131,28 @@ def main(argv=None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks.slaq", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--loads", type=lambda s: [float(x) for x in s.split(",")], default=[8.0, 4.0, 2.0],
-                        help="mean seconds between arrivals, one run per value (default 8,4,2)")
-    parser.add_argument("--jobs", type=int, default=12, help="jobs per run (default 12)")
-    parser.add_argument("--policies", type=lambda s: s.split(","), default=list(POLICIES),
-                        help="comma-separated, from slaq,maxmin,fair (default fair,slaq)")
-    parser.add_argument("--epoch", type=float, default=1.0, help="scheduling epoch in seconds (default 1)")
-    parser.add_argument("--executors", type=int, default=2, help="executor JVMs, one core each (default 2)")
-    parser.add_argument("--rows", type=int, default=60_000, help="rows of each generated data set (default 60000)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default benchmarks/results/slaq)")
+    sub = parser.add_subparsers(dest="kind", required=True)
+    w = sub.add_parser("workload", help="SLAQ vs fair on Poisson arrivals of training jobs, at several loads")
+    w.add_argument("--loads", type=lambda s: [float(x) for x in s.split(",")], default=[6.0, 3.0, 1.5],
+                   help="mean seconds between arrivals, one run per value (default 6,3,1.5)")
+    w.add_argument("--jobs", type=int, default=12, help="jobs per run (default 12)")
+    w.add_argument("--policies", type=lambda s: s.split(","), default=list(POLICIES),
+                   help="comma-separated, from slaq,maxmin,fair (default fair,slaq)")
+    w.add_argument("--epoch", type=float, default=1.0, help="scheduling epoch in seconds (default 1)")
+    w.add_argument("--executors", type=int, default=2, help="executor JVMs, one core each (default 2)")
+    w.add_argument("--rows", type=int, default=200_000, help="rows of each generated data set (default 200000)")
+    w.add_argument("--seed", type=int, default=0)
+    r = sub.add_parser("rescale", help="executor resize latency and cache loss under the cross-application coordinator")
+    r.add_argument("--rows", type=int, default=200_000, help="rows of the cached data set (default 200000)")
+    r.add_argument("--rounds", type=int, default=3, help="shrink-and-grow rounds (default 3)")
+    for p in (w, r):
+        p.add_argument("--out", type=Path, default=None, help="output folder (default benchmarks/results/slaq)")
     args = parser.parse_args(argv)
+    if args.kind == "rescale":
+        from .rescale import run
+
+        run(args)
+        return 0
     unknown = [p for p in args.policies if p not in ("slaq", "maxmin", "fair")]
     if unknown or args.jobs < 1 or args.epoch <= 0 or args.executors < 1 or any(l <= 0 for l in args.loads):
         parser.error(f"bad arguments (unknown policies: {unknown}); --jobs >= 1, --epoch > 0, loads > 0")

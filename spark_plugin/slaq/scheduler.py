@@ -48,6 +48,28 @@ class EpochRecord:
     decision_ms: float
 
 
+class IterationClock:
+    """Wall time of the iteration in flight, from the first core request that started it to its report.
+
+    An iteration may run several Spark jobs (an L-BFGS line search); it is timed from the first
+    and counted on the fewest cores any of them had.
+    """
+
+    def __init__(self):
+        self._running: tuple[float, int] | None = None
+
+    def started(self, cores: int) -> None:
+        if self._running is None:
+            self._running = (time.perf_counter(), cores)
+        else:
+            self._running = (self._running[0], min(self._running[1], cores))
+
+    def stopped(self) -> tuple[float | None, int | None]:
+        """``(wall seconds, cores)`` of the iteration that just ended, ``(None, None)`` if none was timed."""
+        running, self._running = self._running, None
+        return (None, None) if running is None else (time.perf_counter() - running[0], running[1])
+
+
 class TrainingJob:
     """One training job's handle: ask for cores before an iteration, report its loss after it.
 
@@ -65,7 +87,7 @@ class TrainingJob:
         self.core_seconds = 0.0  # cores granted x time, what the fair baseline rotates on
         self._scheduler = scheduler
         self._steps = 0
-        self._iteration: tuple[float, int] | None = None  # (start, cores) of the iteration in flight
+        self._clock = IterationClock()
 
     def wait_for_cores(self, timeout: float | None = None) -> int:
         """Block until this job holds cores, route the calling thread's next Spark jobs to them, return how many.
@@ -78,12 +100,11 @@ class TrainingJob:
             When the job has finished or the scheduler has stopped.
         """
         cores = self._scheduler._wait_for_cores(self, timeout)
-        if self._iteration is None:  # the first Spark job of this iteration: its wall clock starts now
-            self._iteration = (time.perf_counter(), cores)
-        else:  # another one (e.g. an L-BFGS line search): count the fewest cores it ran on
-            self._iteration = (self._iteration[0], min(self._iteration[1], cores))
+        self._clock.started(cores)
         self._steps += 1
         sc = self._scheduler.sc
+        if sc is None:  # a coordinator's stand-in for a job in another application
+            return cores
         sc.setJobGroup(f"slaq-{self.name}-{self._steps}-c{cores}", f"SLAQ {self.name} step {self._steps} on {cores} cores")
         if self._scheduler.fair:
             sc.setLocalProperty("spark.scheduler.pool", fair_pool(sc, f"slaq-{self.name}", cores))
@@ -98,13 +119,15 @@ class TrainingJob:
         teaches the runtime model its per-iteration overhead. Errors for a non-finite loss or a
         non-increasing iteration come from :meth:`LossHistory.record`.
         """
-        started, self._iteration = self._iteration, None
+        self.record(iteration, loss, cpu_time_s, data_size, *self._clock.stopped())
+
+    def record(self, iteration, loss, cpu_time_s, data_size, wall_s, cores) -> None:
+        """:meth:`report` with the iteration's wall time and cores measured elsewhere (by a remote application)."""
         with self._scheduler._lock:
             self.history.record(iteration, loss, cpu_time_s=cpu_time_s, data_size=data_size,
                                 time_s=self._scheduler.clock())
             if cpu_time_s is not None and cpu_time_s > 0:
-                wall, cores = (None, None) if started is None else (time.perf_counter() - started[0], started[1])
-                self.runtime.update(cpu_time_s, data_size, wall_s=wall, cores=cores)
+                self.runtime.update(cpu_time_s, data_size, wall_s=wall_s, cores=cores)
 
     def finish(self) -> None:
         """Leave the scheduler; this job's cores go to the others at once."""
@@ -122,8 +145,9 @@ class SlaqScheduler:
 
     Parameters
     ----------
-    spark : SparkSession
-        The application whose task slots are shared.
+    spark : SparkSession or None
+        The application whose task slots are shared; ``None`` for a scheduler that only decides
+        (the cross-application :class:`~spark_plugin.slaq.coordinator.Coordinator`).
     cores : int, default=None
         Slots to share; default ``sparkContext.defaultParallelism`` (every executor core).
     policy : {"slaq", "maxmin", "fair"}, default="slaq"
@@ -148,14 +172,14 @@ class SlaqScheduler:
             raise ValueError(f"policy must be one of {sorted(POLICIES)}. Got {policy!r}.")
         if not (isinstance(epoch_s, (int, float)) and epoch_s > 0):
             raise ValueError(f"epoch_s must be a number of seconds > 0. Got {epoch_s!r}. Use e.g. 1.0.")
-        self.sc = spark.sparkContext
-        self.cores = int(cores or self.sc.defaultParallelism)
+        self.sc = None if spark is None else spark.sparkContext
+        self.cores = int(cores or (self.sc.defaultParallelism if self.sc else 0))
         if self.cores < 1:
-            raise ValueError(f"cores must be >= 1. Got {cores!r}.")
+            raise ValueError(f"cores must be >= 1 (and given when there is no Spark session). Got {cores!r}.")
         self.policy, self.epoch_s = policy, float(epoch_s)
         self.predictor = predictor or LossPredictor()
-        self.fair = fair_scheduling(self.sc)
-        if not self.fair:
+        self.fair = self.sc is not None and fair_scheduling(self.sc)
+        if self.sc is not None and not self.fair:
             LOG.warning("spark.scheduler.mode is not FAIR: SLAQ enforces cores by per-iteration parallelism only")
         self.jobs: dict[str, TrainingJob] = {}
         self.timeline: list[EpochRecord] = []

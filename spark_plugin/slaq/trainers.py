@@ -17,7 +17,10 @@ partition with nobody to report to.
 from __future__ import annotations
 
 import math
+import shutil
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 from scipy.optimize import minimize
@@ -29,26 +32,42 @@ class TrainingData:
     Build it with :meth:`from_numpy`; ``partitions`` bounds the cores one iteration can use.
     """
 
-    def __init__(self, rdd, rows: int, features: int, partitions: int):
+    def __init__(self, rdd, rows: int, features: int, partitions: int, directory: Path | None = None):
         self.rdd, self.rows, self.features, self.partitions = rdd, rows, features, partitions
+        self.directory = directory
 
     @classmethod
-    def from_numpy(cls, sc, x, y=None, *, partitions: int | None = None) -> "TrainingData":
-        """Split ``x`` (and ``y``) into row blocks, cache them on the executors and materialize them."""
+    def from_numpy(cls, sc, x, y=None, *, partitions: int | None = None, directory=None) -> "TrainingData":
+        """Split ``x`` (and ``y``) into row blocks, cache them on the executors and materialize them.
+
+        The blocks go through ``.npy`` files in ``directory`` (default: a new temporary folder;
+        on a multi-host cluster pass one every executor can read), not through
+        ``sc.parallelize``: a parallelized partition carries its data inside every task that
+        reads it, cached or not, which would ship the whole data set with every iteration. From
+        files, a block an executor loses (a SLAQ rescale kills executors) is reloaded.
+        """
         x = np.ascontiguousarray(x, dtype=np.float64)
         if x.ndim != 2 or not len(x):
             raise ValueError(f"x must be a non-empty 2-D array of rows. Got shape {x.shape}.")
         if y is not None and len(y) != len(x):
             raise ValueError(f"y must have one label per row of x. Got {len(y)} labels for {len(x)} rows.")
+        directory = Path(directory or tempfile.mkdtemp(prefix="sparkrm-slaq-data-"))
+        directory.mkdir(parents=True, exist_ok=True)
         partitions = int(partitions or sc.defaultParallelism)
-        parts = np.array_split(np.arange(len(x)), min(partitions, len(x)))
-        blocks = [(x[i], None if y is None else np.asarray(y, dtype=np.float64)[i]) for i in parts]
-        rdd = sc.parallelize(blocks, len(blocks)).cache()
+        paths = []
+        for i, rows in enumerate(np.array_split(np.arange(len(x)), min(partitions, len(x)))):
+            paths.append(str(directory / f"block-{i:05d}.npz"))
+            labels = np.empty(0) if y is None else np.asarray(y, dtype=np.float64)[rows]
+            np.savez(paths[-1], x=x[rows], y=labels, has_y=y is not None)
+        rdd = sc.parallelize(paths, len(paths)).map(_load_block).cache()
         rdd.count()
-        return cls(rdd, len(x), x.shape[1], len(blocks))
+        return cls(rdd, len(x), x.shape[1], len(paths), directory)
 
     def unpersist(self) -> None:
+        """Drop the cached blocks and their files."""
         self.rdd.unpersist()
+        if self.directory is not None:
+            shutil.rmtree(self.directory, ignore_errors=True)
 
     def aggregate(self, cores: int, block_fn) -> tuple[tuple, float]:
         """Sum ``block_fn(x, y)`` (a tuple of arrays/numbers) over every block as one Spark job on ``cores`` tasks.
@@ -86,6 +105,11 @@ class TrainingData:
         if len(candidates) < n:
             raise ValueError(f"cannot draw {n} rows from {rows}.")
         return candidates[np.random.default_rng(seed).choice(len(candidates), n, replace=False)]
+
+
+def _load_block(path: str):
+    with np.load(path) as block:
+        return block["x"], (block["y"] if bool(block["has_y"]) else None)
 
 
 class _Unscheduled:

@@ -1,0 +1,53 @@
+"""The SLAQ benchmark's metrics, worked by hand on small traces (no Spark)."""
+
+import math
+
+import pytest
+
+from benchmarks.slaq import metrics
+from benchmarks.slaq.workload import KINDS, generate
+
+# Loss 10 -> 2 (reduction 8): 90% of it is reached at loss <= 2.8, 95% at <= 2.4.
+TRACE = {"arrival_s": 1.0, "points": [[2.0, 10.0], [3.0, 6.0], [4.0, 2.8], [5.0, 2.4], [6.0, 2.0]]}
+
+
+def test_time_to_reduction_counts_from_arrival():
+    assert metrics.time_to_reduction(TRACE, 0.5) == 2.0  # loss 6 = 50%, reported at t = 3
+    assert metrics.time_to_reduction(TRACE, 0.9) == 3.0
+    assert metrics.time_to_reduction(TRACE, 0.95) == 4.0
+
+
+def test_quality_is_one_until_the_first_report_and_undefined_outside_the_job():
+    assert metrics.quality_at(TRACE, 0.5) is None
+    assert metrics.quality_at(TRACE, 1.5) == 1.0
+    assert metrics.quality_at(TRACE, 3.5) == pytest.approx(0.5)
+    assert metrics.quality_at(TRACE, 6.0) == 0.0
+    assert metrics.quality_at(TRACE, 6.5) is None
+
+
+def test_average_normalized_loss_is_over_active_jobs_only():
+    other = {"arrival_s": 3.0, "points": [[3.0, 4.0], [4.0, 1.0]]}
+    assert metrics.average_normalized_loss([TRACE, other], [0.0, 3.5, 5.0]) == [None, pytest.approx(0.75), pytest.approx(0.05)]
+
+
+def test_scaling_a_loss_changes_no_metric():
+    scaled = {**TRACE, "points": [[t, 1000 * loss] for t, loss in TRACE["points"]]}
+    a, b = metrics.summarize([scaled]), metrics.summarize([TRACE])
+    assert a.pop("curve")["avg_normalized_loss"] == pytest.approx(b.pop("curve")["avg_normalized_loss"])
+    assert a == pytest.approx(b)
+
+
+def test_the_curve_fit_beats_the_strawman_ten_iterations_ahead_on_both_convergence_classes():
+    for losses in ([1.0 / (0.3 * k + 1) + 0.2 for k in range(60)], [0.9 ** k + 0.1 for k in range(60)]):
+        errors = metrics.prediction_errors(losses)
+        assert errors[10]["fit"] < 0.05 < errors[10]["strawman"]
+        assert errors[1]["strawman"] < errors[5]["strawman"] < errors[10]["strawman"], "the strawman degrades with h"
+
+
+def test_the_workload_is_seeded_mixed_and_poisson():
+    jobs = generate(40, mean_gap_s=2.0, seed=5)
+    assert jobs == generate(40, mean_gap_s=2.0, seed=5)
+    assert {j.kind for j in jobs} == set(KINDS)
+    gaps = [b.arrival_s - a.arrival_s for a, b in zip(jobs, jobs[1:])]
+    assert all(g >= 0 for g in gaps) and 1.0 < sum(gaps) / len(gaps) < 3.0
+    assert math.isclose(jobs[0].arrival_s, 0.0)
