@@ -1,10 +1,18 @@
 """A noisy neighbour for one executor: bursts of CPU starvation at seeded random times.
 
-Preferred: the cgroup-v1 ``cpu`` controller (root): the victim JVM is moved into its own group whose
+Preferred: the cgroup-v1 ``cpu`` controller (root): the victim executor is moved into its own group whose
 ``cpu.cfs_quota_us`` drops to a small share of one core during a burst and is lifted after it, as a
 co-located tenant under a CPU limit would experience. Without that controller (no root, cgroup v2 only
-and not delegated, macOS) it falls back to duty-cycling the process with SIGSTOP/SIGCONT, which starves
-it the same way but is invisible to its cgroup counters; :func:`unavailable_reason` says which applies.
+and not delegated, macOS) it falls back to duty-cycling the processes with SIGSTOP/SIGCONT, which starves
+them the same way but is invisible to their cgroup counters; :func:`unavailable_reason` says which applies.
+
+"The victim executor" is its whole process tree, not only the JVM: a PySpark task's CPU is spent in the
+``pyspark.daemon`` worker processes the executor JVM forks, and a process moved into a cgroup does not
+take its existing children along. Starving the JVM alone leaves the Python work running at full speed
+and shows up in the JVM's cgroup counters only as the little CPU the JVM itself wanted (what the first
+recorded run of this benchmark measured). The tree is also put into every v1 hierarchy the sampler reads
+(``cpu`` for throttling, ``cpuacct`` for usage): where they are mounted apart, a victim moved in ``cpu``
+only has its usage read from the root ``cpuacct`` group, that is the whole host.
 """
 
 from __future__ import annotations
@@ -16,7 +24,11 @@ import threading
 import time
 from pathlib import Path
 
-CPU_CGROUP = Path("/sys/fs/cgroup/cpu")
+CGROUP_V1 = Path("/sys/fs/cgroup")
+CPU_CGROUP = CGROUP_V1 / "cpu"
+#: v1 hierarchies the victim joins: ``cpu`` (quota, throttling) and ``cpuacct`` (usage), as read by the
+#: executor's ``CgroupCpu``. Co-mounted (``cpu,cpuacct``) they resolve to one folder, joined once.
+CONTROLLERS = ("cpu", "cpuacct")
 PERIOD_US = 100_000
 
 
@@ -42,27 +54,68 @@ def burst_schedule(seed: int, seconds: float, *, mean_gap: float = 8.0, min_len:
         t += length
 
 
-class NoisyNeighbour:
-    """Starves ``pid`` to ``share`` of one core during each burst of ``schedule``, from :meth:`start` on.
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its live descendants (for an executor: the JVM, the pyspark daemon and its workers).
 
-    Use as a context manager; leaving it ends any burst and moves the process back.
+    Examples
+    --------
+    >>> process_tree(os.getpid())[0] == os.getpid()
+    True
+    """
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # exited while listing
+        # the command name may hold spaces and parentheses; the fields after its last ")" are fixed
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        out.append(current)
+        todo.extend(children.get(current, ()))
+    return out
+
+
+class NoisyNeighbour:
+    """Starves the process tree of ``pid`` to ``share`` of one core during each burst of ``schedule``.
+
+    Use as a context manager; entering moves the tree into the group (no quota yet), :meth:`start` runs
+    the schedule, leaving ends any burst and moves every process of the group back to the root group.
+
+    Attributes
+    ----------
+    method_ : {"cgroup", "signals"}
+    groups_ : list of pathlib.Path
+        The group folders the tree was moved into (empty with signals).
+    pids_ : list of int
+        The processes starved by the latest burst (or moved on entering).
+    bursts_ : list of (int, int)
+        Absolute (start, end) epoch-ms of the bursts actually applied.
     """
 
     def __init__(self, pid: int, schedule, *, share: float = 0.1, name: str = "sparkrm-wrangler-noisy"):
-        self.pid, self.schedule, self.share = pid, list(schedule), share
+        self.pid, self.schedule, self.share, self.name = pid, list(schedule), share, name
         self.method_ = "cgroup" if unavailable_reason() is None else "signals"
-        self.group = CPU_CGROUP / name
         self._stop = threading.Event()
         self._thread = None
-        #: Absolute (start, end) epoch-ms of the bursts actually applied.
+        self.groups_: list[Path] = []
+        self.pids_: list[int] = []
         self.bursts_: list[tuple[int, int]] = []
 
     def __enter__(self):
         if self.method_ == "cgroup":
-            self.group.mkdir(exist_ok=True)
-            (self.group / "cpu.cfs_period_us").write_text(f"{PERIOD_US}\n")
-            (self.group / "cpu.cfs_quota_us").write_text("-1\n")
-            (self.group / "cgroup.procs").write_text(f"{self.pid}\n")
+            folders = {(CGROUP_V1 / c).resolve() for c in CONTROLLERS if (CGROUP_V1 / c).is_dir()}
+            self.groups_ = sorted(folder / self.name for folder in folders)
+            for group in self.groups_:
+                group.mkdir(exist_ok=True)
+            (CPU_CGROUP / self.name / "cpu.cfs_period_us").write_text(f"{PERIOD_US}\n")
+            self._normal()
+            self._adopt()
         return self
 
     def start(self) -> None:
@@ -74,13 +127,21 @@ class NoisyNeighbour:
         if self._thread is not None:
             self._thread.join()
         self._normal()
-        if self.method_ == "cgroup":
+        for group in self.groups_:
+            for pid in (group / "cgroup.procs").read_text().split():
+                _move(int(pid), group.parent)
             try:
-                (CPU_CGROUP / "cgroup.procs").write_text(f"{self.pid}\n")
-                self.group.rmdir()
+                group.rmdir()
             except OSError:
-                pass  # the executor has exited; the group goes when it is empty
+                pass  # a process entered meanwhile; the group goes when it is empty
         return False
+
+    def _adopt(self) -> None:
+        """Move the victim's current process tree into every group (workers forked later inherit it)."""
+        self.pids_ = process_tree(self.pid)
+        for group in self.groups_:
+            for pid in self.pids_:
+                _move(pid, group)
 
     def _run(self) -> None:
         t0 = time.monotonic()
@@ -93,10 +154,12 @@ class NoisyNeighbour:
 
     def _starve(self, seconds: float) -> None:
         if self.method_ == "cgroup":
-            (self.group / "cpu.cfs_quota_us").write_text(f"{int(PERIOD_US * self.share)}\n")
+            self._adopt()  # a pyspark daemon restarted by the JVM is its child, hence inside; this is cheap
+            (CPU_CGROUP / self.name / "cpu.cfs_quota_us").write_text(f"{int(PERIOD_US * self.share)}\n")
             self._stop.wait(max(0.0, seconds))
             self._normal()
             return
+        self.pids_ = process_tree(self.pid)
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline and not self._stop.is_set():
             self._signal(signal.SIGSTOP)
@@ -106,12 +169,20 @@ class NoisyNeighbour:
 
     def _normal(self) -> None:
         if self.method_ == "cgroup":
-            (self.group / "cpu.cfs_quota_us").write_text("-1\n")
+            (CPU_CGROUP / self.name / "cpu.cfs_quota_us").write_text("-1\n")
         else:
             self._signal(signal.SIGCONT)
 
     def _signal(self, sig) -> None:
-        try:
-            os.kill(self.pid, sig)
-        except ProcessLookupError:
-            pass
+        for pid in self.pids_ or [self.pid]:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+
+
+def _move(pid: int, group: Path) -> None:
+    try:
+        (group / "cgroup.procs").write_text(f"{pid}\n")
+    except ProcessLookupError:
+        pass  # exited since it was listed

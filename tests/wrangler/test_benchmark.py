@@ -1,9 +1,15 @@
-"""The benchmark's pure pieces: the seeded burst schedule and the per-arm summary ratios."""
+"""The benchmark's pieces without Spark: the burst schedule, the summary ratios, the noisy neighbour's groups."""
+
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
-from benchmarks.wrangler.noise import burst_schedule
+from benchmarks.wrangler.noise import NoisyNeighbour, burst_schedule, process_tree, unavailable_reason
 from benchmarks.wrangler.run import summarize
+from tests.helpers import eventually
 
 
 def test_bursts_are_seeded_ordered_disjoint_and_inside_the_window():
@@ -30,3 +36,39 @@ def test_summary_ratios_are_against_default_and_speculation_of_the_same_run():
     assert s["wrangler"]["vs_speculation"]["task_seconds"] == pytest.approx(90 / 120)
     assert s["wrangler"]["delay_overhead_pct_of_task"] == pytest.approx(20.0)
     assert s["default"]["vs_default"]["job_p99"] == 1.0
+
+
+CHILD = "import sys, time\nsys.stdin.readline()\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end: pass\n"
+
+
+def group_counters(group):
+    stat = dict(line.split() for line in (group / "cpu.stat").read_text().splitlines())
+    return int(stat["nr_throttled"]), int((group.parent.parent / "cpuacct" / group.name / "cpuacct.usage").read_text())
+
+
+@pytest.mark.skipif(unavailable_reason() is not None, reason=str(unavailable_reason()))
+def test_the_victims_child_processes_are_starved_and_counted_in_its_cpu_and_cpuacct_groups():
+    """The first run moved only the JVM into a ``cpu`` group: its Python workers ran unthrottled and its
+    usage was read from the root ``cpuacct`` group (the whole host). Here a parent with a spinning child
+    stands in for the executor JVM and its pyspark worker; the child must land in both groups and be
+    throttled there."""
+    parent = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; subprocess.run(sys.argv[1:])",
+                               sys.executable, "-c", CHILD.format(seconds=2.0)], stdin=subprocess.PIPE, text=True)
+    try:
+        child = eventually(lambda: process_tree(parent.pid)[1:])[0]
+        with NoisyNeighbour(parent.pid, [(0.0, 10.0)], share=0.1, name=f"sparkrm-test-{parent.pid}") as noise:
+            groups = {g.parent.name: g for g in noise.groups_}
+            assert set(process_tree(parent.pid)) == {parent.pid, child} == set(noise.pids_)
+            for controller in ("cpu", "cpuacct"):
+                assert f"{controller}:/sparkrm-test-{parent.pid}" in Path(f"/proc/{child}/cgroup").read_text()
+            before = group_counters(groups["cpu"])
+            noise.start()
+            time.sleep(0.2)
+            parent.stdin.write("go\n")
+            parent.stdin.flush()
+            parent.wait(timeout=30)  # the child spins 2 s of wall time, starved to 10% of a core throughout
+            throttled, usage_ns = (a - b for a, b in zip(group_counters(groups["cpu"]), before))
+        assert throttled >= 5 and 0.05e9 <= usage_ns <= 0.6e9
+        assert not any(g.exists() for g in groups.values())
+    finally:
+        parent.kill()
