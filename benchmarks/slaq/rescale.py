@@ -33,9 +33,9 @@ def measure(rows: int, rounds: int) -> dict:
             with Coordinator(cores=2, policy="fair", epoch_s=0.2) as coordinator:
                 app = RemoteJob(coordinator.address, "app", spark=spark)
                 steady, after_grow = [], []
-                for _ in range(rounds):
+                for round_ in range(rounds):
                     steady += _iteration_times(data, app, 4)
-                    other = RemoteJob(coordinator.address, "other")
+                    other = RemoteJob(coordinator.address, f"other-{round_}")
                     _wait_for(lambda: app.wait_for_cores() == 1)
                     other.finish()
                     _wait_for(lambda: app.wait_for_cores() == 2)

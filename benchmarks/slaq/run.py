@@ -2,6 +2,7 @@
 
     python -m benchmarks.slaq workload --loads 6,3,1.5 --jobs 12 --rows 200000
     python -m benchmarks.slaq rescale        # the cross-application coordinator's costs (rescale.py)
+    python -m benchmarks.slaq simulate RUN.json --cores 32   # replay a run's curves on more cores (simulate.py)
 
 For every load (mean seconds between Poisson arrivals; smaller is heavier) the same seeded job
 mix runs once under each policy, one run after another in one ``local-cluster`` application.
@@ -145,13 +146,25 @@ def main(argv=None) -> int:
     r = sub.add_parser("rescale", help="executor resize latency and cache loss under the cross-application coordinator")
     r.add_argument("--rows", type=int, default=200_000, help="rows of the cached data set (default 200000)")
     r.add_argument("--rounds", type=int, default=3, help="shrink-and-grow rounds (default 3)")
-    for p in (w, r):
+    sim = sub.add_parser("simulate", help="replay a workload run's loss curves on a bigger simulated cluster")
+    sim.add_argument("source", type=Path, help="a workload run's JSON")
+    sim.add_argument("--cores", type=int, default=32, help="simulated cores (default 32)")
+    sim.add_argument("--jobs", type=int, default=40, help="simulated jobs per run (default 40)")
+    sim.add_argument("--loads", type=lambda s: [float(x) for x in s.split(",")], default=[4.0, 2.0, 1.0],
+                     help="mean seconds between arrivals (default 4,2,1)")
+    sim.add_argument("--policies", type=lambda s: s.split(","), default=list(POLICIES))
+    sim.add_argument("--epoch", type=float, default=1.0, help="epoch in seconds (default 1)")
+    sim.add_argument("--overhead", type=float, default=0.05, help="seconds per iteration no core saves (default 0.05)")
+    sim.add_argument("--work", type=float, default=20.0,
+                     help="multiplies recorded CPU per iteration, for data sets bigger than this machine's (default 20)")
+    sim.add_argument("--seed", type=int, default=0)
+    for p in (w, r, sim):
         p.add_argument("--out", type=Path, default=None, help="output folder (default benchmarks/results/slaq)")
     args = parser.parse_args(argv)
-    if args.kind == "rescale":
-        from .rescale import run
+    if args.kind in ("rescale", "simulate"):
+        from . import rescale, simulate
 
-        run(args)
+        (rescale if args.kind == "rescale" else simulate).run(args)
         return 0
     unknown = [p for p in args.policies if p not in ("slaq", "maxmin", "fair")]
     if unknown or args.jobs < 1 or args.epoch <= 0 or args.executors < 1 or any(l <= 0 for l in args.loads):

@@ -13,8 +13,10 @@ Each scheduling epoch (spec 3.5-3.8) follows one flow, one module per step:
 4. **allocate** (:mod:`.allocator`): :func:`allocate` splits the cores, by Objective A (total
    reduction, Algorithm 1), Objective B (max-min quality) or the fair baseline.
 
-Nothing here imports Spark: the Spark side (trainers calling ``report``, enforcement, the epoch
-loop) feeds these objects and applies the returned ``{job_id: cores}``. A user's training loop,
+None of these import Spark. The Spark side feeds them and applies the returned
+``{job_id: cores}``: :mod:`.trainers` (iterative trainers that report every iteration),
+:mod:`.scheduler` (the epoch loop and enforcement inside one application) and
+:mod:`.coordinator` (the same loop across applications, by executor rescaling). A user's training loop,
 with the pure part spelled out (the Spark-side ``job.report`` wraps ``history.record``)::
 
     from spark_plugin.slaq import JobCurve, LossHistory, LossPredictor, RuntimeModel, allocate, epoch_curve
@@ -33,7 +35,10 @@ from .allocator import OBJECTIVES, JobCurve, allocate, allocate_fair, allocate_m
 from .predictor import (CurveFit, Forecast, LossPredictor, RuntimeModel, epoch_curve, exponential,
                         reduction_error, sublinear)
 from .quality import LossHistory, normalized_deltas, normalized_loss, reduction_fraction
+from .scheduler import SlaqScheduler, TrainingJob
+from .trainers import KMeansLloyd, LinearRegressionLBFGS, LinearSVMGD, LogisticRegressionGD, TrainingData
 
-__all__ = ["OBJECTIVES", "CurveFit", "Forecast", "JobCurve", "LossHistory", "LossPredictor", "RuntimeModel",
-           "allocate", "allocate_fair", "allocate_maxmin", "allocate_reduction", "epoch_curve", "exponential",
+__all__ = ["OBJECTIVES", "CurveFit", "Forecast", "JobCurve", "KMeansLloyd", "LinearRegressionLBFGS", "LinearSVMGD",
+           "LogisticRegressionGD", "LossHistory", "LossPredictor", "RuntimeModel", "SlaqScheduler", "TrainingData",
+           "TrainingJob", "allocate", "allocate_fair", "allocate_maxmin", "allocate_reduction", "epoch_curve", "exponential",
            "normalized_deltas", "normalized_loss", "reduction_error", "reduction_fraction", "sublinear"]

@@ -51,3 +51,18 @@ def test_the_workload_is_seeded_mixed_and_poisson():
     gaps = [b.arrival_s - a.arrival_s for a, b in zip(jobs, jobs[1:])]
     assert all(g >= 0 for g in gaps) and 1.0 < sum(gaps) / len(gaps) < 3.0
     assert math.isclose(jobs[0].arrival_s, 0.0)
+
+
+@pytest.mark.parametrize("policy", ["fair", "slaq", "maxmin"])
+def test_the_simulation_replays_every_iteration_of_every_job_in_order(policy):
+    from benchmarks.slaq.simulate import simulate
+
+    recorded = [{"kind": "a", "cpu_s": 4.0, "points": [[k, 1.0 / (k + 1)] for k in range(20)]},
+                {"kind": "b", "cpu_s": 1.0, "points": [[k, 0.8 ** k] for k in range(10)]}]
+    traces = simulate(recorded, policy=policy, cores=2, jobs=6, mean_gap_s=0.5, epoch_s=0.5,
+                      overhead_s=0.01, work=1.0, seed=1)
+    assert len(traces) == 6
+    for trace in traces:
+        times = [t for t, _ in trace["points"]]
+        assert times == sorted(times) and times[0] > trace["arrival_s"]
+        assert [loss for _, loss in trace["points"]] in ([1.0 / (k + 1) for k in range(20)], [0.8 ** k for k in range(10)])
