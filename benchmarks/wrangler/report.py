@@ -20,7 +20,7 @@ def write_report(json_path: Path) -> Path:
              f"{100 * v['victim_task_fraction']:.0f}%", int(v["holds"]), v["held_s"]] for arm, v in s.items()]
     md = report_header(data["meta"], "Wrangler: noisy neighbour on local-cluster") + [
         f"`local-cluster[{conf['executors']},1,1024]`; executor {conf['victim']} is starved to "
-        f"{100 * conf['share']:.0f}% of a core during seeded random bursts ({conf['noise']}); each job has two "
+        f"{100 * conf['share']:.0f}% of a core during seeded random bursts of {_burst_text(conf)} ({conf['noise']}); each job has two "
         f"stages of {conf['partitions']} CPU-bound tasks. Model trained on {cost['train_rows']} tasks "
         f"({cost['train_stragglers']} stragglers) of a {conf['warmup_jobs']}-job warm-up; then "
         f"{conf['jobs']} measured jobs per arm, {conf['rounds']} round(s), arms in fresh applications with the "
@@ -40,6 +40,10 @@ def write_report(json_path: Path) -> Path:
         md += ["Prediction quality on held-out tasks (the default arm's, later in time than training):", "",
                markdown_table(["threshold", "tasks", "stragglers", "TPR", "FPR", "precision", "ROC AUC"], qrows),
                "", "Thesis reference: TPR about 80%, FPR about 30% (spec §4).", ""]
+        victim = q.get("p=0.7", {}).get("per_node", {}).get(str(conf["victim"]))
+        if victim:
+            md += [f"The victim's own rows at p=0.7 ({victim['model']} model): TPR {victim['tpr']:.2f}, FPR "
+                   f"{victim['fpr']:.2f}, {victim['tp']} of {victim['tp'] + victim['fn']} stragglers flagged.", ""]
     fit = cost["fit_seconds"]
     pred = cost["predict_s_per_node"]
     md += [f"Cost: training {cost['train_total_s']:.2f} s in all (shared model {fit.get('shared', 0):.2f} s; per-node "
@@ -51,6 +55,11 @@ def write_report(json_path: Path) -> Path:
     md_path.write_text("\n".join(md))
     _plot(s, Path(json_path).with_suffix(".png"))
     return md_path
+
+
+def _burst_text(conf: dict) -> str:
+    low, high = conf.get("burst_len", (3.0, 8.0))  # runs recorded before the option existed used 3-8 s
+    return f"{low:g}-{high:g} s every {conf.get('burst_gap', 8.0):g} s on average"
 
 
 def _plot(summary: dict, png: Path) -> None:

@@ -56,7 +56,8 @@ def run_app(args, name: str, extra: dict, model: Path | None, p: float | None, j
         expected = sum(range(args.partitions * 2000))
         assert multi_stage_job(spark, args.partitions, args.work) == expected
         mark = tm.mark()
-        schedule = burst_schedule(args.seed, args.burst_window_s)
+        low, high = args.burst_len
+        schedule = burst_schedule(args.seed, args.burst_window_s, mean_gap=args.burst_gap, min_len=low, max_len=high)
         started = time.time()
         with NoisyNeighbour(pid, schedule, share=args.share) as noise:
             noise.start()
@@ -107,6 +108,9 @@ def main(argv=None) -> int:
     parser.add_argument("--hold-cap", default="10s", help="spark.wrangler.hold.maxDuration")
     parser.add_argument("--share", type=float, default=0.1, help="CPU share of one core left during a burst")
     parser.add_argument("--burst-window-s", type=float, default=600)
+    parser.add_argument("--burst-gap", type=float, default=8.0, help="mean seconds between bursts (exponential)")
+    parser.add_argument("--burst-len", type=_seconds_range, default=(3.0, 8.0), metavar="MIN,MAX",
+                        help="burst lengths, uniform between MIN and MAX seconds (default 3,8)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--arms", default=",".join(ARMS), help="comma-separated subset of " + ",".join(ARMS))
     parser.add_argument("--out", type=Path, default=None)
@@ -179,6 +183,13 @@ def summarize(runs: list, arms: list) -> dict:
             s["delay_overhead_pct_of_task"] = 100 * (s["queue_delay_p50_s"] - base["queue_delay_p50_s"]) / base[
                 "median_task_s"]
     return out
+
+
+def _seconds_range(text: str) -> tuple[float, float]:
+    low, high = (float(v) for v in text.split(","))
+    if not 0 < low <= high:
+        raise argparse.ArgumentTypeError(f"expected MIN,MAX with 0 < MIN <= MAX seconds, got {text!r}")
+    return low, high
 
 
 def _per_node_predict_cost(runs: list, executors: int) -> dict:

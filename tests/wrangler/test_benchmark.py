@@ -72,3 +72,12 @@ def test_the_victims_child_processes_are_starved_and_counted_in_its_cpu_and_cpua
         assert not any(g.exists() for g in groups.values())
     finally:
         parent.kill()
+
+
+def test_burst_lengths_are_parsed_as_a_positive_range():
+    from benchmarks.wrangler.run import _seconds_range
+
+    assert _seconds_range("10,20") == (10.0, 20.0)
+    for bad in ("20,10", "0,5"):
+        with pytest.raises(Exception, match="MIN,MAX"):
+            _seconds_range(bad)
