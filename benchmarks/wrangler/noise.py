@@ -81,41 +81,93 @@ def process_tree(pid: int) -> list[int]:
     return out
 
 
+class CpuGroup:
+    """The process tree of ``pid`` in its own cgroup-v1 ``cpu`` and ``cpuacct`` groups, under a quota.
+
+    Use as a context manager: entering creates the groups and moves the tree in (workers forked later
+    inherit them), leaving moves every process of the groups back to their parents and removes them.
+    ``share`` is the quota in cores; ``None`` is no limit.
+
+    Attributes
+    ----------
+    folders_ : list of pathlib.Path
+        One group folder per hierarchy (one when ``cpu`` and ``cpuacct`` are co-mounted).
+    pids_ : list of int
+        The processes moved by the latest :meth:`adopt`.
+    """
+
+    def __init__(self, pid: int, name: str, share: float | None = None):
+        self.pid, self.name, self.share = pid, name, share
+        self.folders_: list[Path] = []
+        self.pids_: list[int] = []
+
+    def __enter__(self) -> "CpuGroup":
+        folders = {(CGROUP_V1 / c).resolve() for c in CONTROLLERS if (CGROUP_V1 / c).is_dir()}
+        self.folders_ = sorted(folder / self.name for folder in folders)
+        for folder in self.folders_:
+            folder.mkdir(exist_ok=True)
+        (CPU_CGROUP / self.name / "cpu.cfs_period_us").write_text(f"{PERIOD_US}\n")
+        self.set_share(self.share)
+        self.adopt()
+        return self
+
+    def __exit__(self, *exc):
+        self.set_share(None)
+        for folder in self.folders_:
+            for pid in (folder / "cgroup.procs").read_text().split():
+                _move(int(pid), folder.parent)
+            try:
+                folder.rmdir()
+            except OSError:
+                pass  # a process entered meanwhile; the group goes when it is empty
+        return False
+
+    def adopt(self) -> None:
+        """Move the current process tree in (cheap; catches a pyspark daemon the JVM restarted)."""
+        self.pids_ = process_tree(self.pid)
+        for folder in self.folders_:
+            for pid in self.pids_:
+                _move(pid, folder)
+
+    def set_share(self, share: float | None) -> None:
+        quota = -1 if share is None else int(PERIOD_US * share)
+        (CPU_CGROUP / self.name / "cpu.cfs_quota_us").write_text(f"{quota}\n")
+
+
 class NoisyNeighbour:
     """Starves the process tree of ``pid`` to ``share`` of one core during each burst of ``schedule``.
 
-    Use as a context manager; entering moves the tree into the group (no quota yet), :meth:`start` runs
-    the schedule, leaving ends any burst and moves every process of the group back to the root group.
+    Use as a context manager; entering moves the tree into its :class:`CpuGroup` (at ``normal_share``,
+    ``None`` = unlimited), :meth:`start` runs the schedule, leaving ends any burst and removes the group.
+    ``normal_share`` needs the cgroup method.
 
     Attributes
     ----------
     method_ : {"cgroup", "signals"}
-    groups_ : list of pathlib.Path
-        The group folders the tree was moved into (empty with signals).
+    group_ : CpuGroup or None
+        The victim's group (``None`` with signals).
     pids_ : list of int
         The processes starved by the latest burst (or moved on entering).
     bursts_ : list of (int, int)
         Absolute (start, end) epoch-ms of the bursts actually applied.
     """
 
-    def __init__(self, pid: int, schedule, *, share: float = 0.1, name: str = "sparkrm-wrangler-noisy"):
-        self.pid, self.schedule, self.share, self.name = pid, list(schedule), share, name
+    def __init__(self, pid: int, schedule, *, share: float = 0.1, normal_share: float | None = None,
+                 name: str = "sparkrm-wrangler-noisy"):
+        self.pid, self.schedule, self.share, self.normal_share = pid, list(schedule), share, normal_share
         self.method_ = "cgroup" if unavailable_reason() is None else "signals"
+        if normal_share is not None and self.method_ != "cgroup":
+            raise RuntimeError(f"A normal CPU share needs the cgroup quota, which is unavailable: {unavailable_reason()}")
+        self.group_ = CpuGroup(pid, name, normal_share) if self.method_ == "cgroup" else None
         self._stop = threading.Event()
         self._thread = None
-        self.groups_: list[Path] = []
         self.pids_: list[int] = []
         self.bursts_: list[tuple[int, int]] = []
 
     def __enter__(self):
-        if self.method_ == "cgroup":
-            folders = {(CGROUP_V1 / c).resolve() for c in CONTROLLERS if (CGROUP_V1 / c).is_dir()}
-            self.groups_ = sorted(folder / self.name for folder in folders)
-            for group in self.groups_:
-                group.mkdir(exist_ok=True)
-            (CPU_CGROUP / self.name / "cpu.cfs_period_us").write_text(f"{PERIOD_US}\n")
-            self._normal()
-            self._adopt()
+        if self.group_ is not None:
+            self.group_.__enter__()
+            self.pids_ = self.group_.pids_
         return self
 
     def start(self) -> None:
@@ -126,22 +178,11 @@ class NoisyNeighbour:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        self._normal()
-        for group in self.groups_:
-            for pid in (group / "cgroup.procs").read_text().split():
-                _move(int(pid), group.parent)
-            try:
-                group.rmdir()
-            except OSError:
-                pass  # a process entered meanwhile; the group goes when it is empty
+        if self.group_ is not None:
+            self.group_.__exit__(*exc)
+        else:
+            self._signal(signal.SIGCONT)
         return False
-
-    def _adopt(self) -> None:
-        """Move the victim's current process tree into every group (workers forked later inherit it)."""
-        self.pids_ = process_tree(self.pid)
-        for group in self.groups_:
-            for pid in self.pids_:
-                _move(pid, group)
 
     def _run(self) -> None:
         t0 = time.monotonic()
@@ -153,11 +194,12 @@ class NoisyNeighbour:
             self.bursts_.append((began, int(time.time() * 1000)))
 
     def _starve(self, seconds: float) -> None:
-        if self.method_ == "cgroup":
-            self._adopt()  # a pyspark daemon restarted by the JVM is its child, hence inside; this is cheap
-            (CPU_CGROUP / self.name / "cpu.cfs_quota_us").write_text(f"{int(PERIOD_US * self.share)}\n")
+        if self.group_ is not None:
+            self.group_.adopt()
+            self.pids_ = self.group_.pids_
+            self.group_.set_share(self.share)
             self._stop.wait(max(0.0, seconds))
-            self._normal()
+            self.group_.set_share(self.normal_share)
             return
         self.pids_ = process_tree(self.pid)
         deadline = time.monotonic() + seconds
@@ -166,12 +208,6 @@ class NoisyNeighbour:
             time.sleep(0.1 * (1 - self.share))
             self._signal(signal.SIGCONT)
             time.sleep(0.1 * self.share)
-
-    def _normal(self) -> None:
-        if self.method_ == "cgroup":
-            (CPU_CGROUP / self.name / "cpu.cfs_quota_us").write_text("-1\n")
-        else:
-            self._signal(signal.SIGCONT)
 
     def _signal(self, sig) -> None:
         for pid in self.pids_ or [self.pid]:

@@ -20,7 +20,7 @@ def write_report(json_path: Path) -> Path:
              f"{100 * v['victim_task_fraction']:.0f}%", int(v["holds"]), v["held_s"]] for arm, v in s.items()]
     md = report_header(data["meta"], "Wrangler: noisy neighbour on local-cluster") + [
         f"`local-cluster[{conf['executors']},1,1024]`; executor {conf['victim']} is starved to "
-        f"{100 * conf['share']:.0f}% of a core during seeded random bursts of {_burst_text(conf)} ({conf['noise']}); each job has two "
+        f"{100 * conf['share']:.0f}% of a core during seeded random bursts of {_burst_text(conf)} ({conf['noise']}){_node_text(conf)}; each job has two "
         f"stages of {conf['partitions']} CPU-bound tasks. Model trained on {cost['train_rows']} tasks "
         f"({cost['train_stragglers']} stragglers) of a {conf['warmup_jobs']}-job warm-up; then "
         f"{conf['jobs']} measured jobs per arm, {conf['rounds']} round(s), arms in fresh applications with the "
@@ -60,6 +60,11 @@ def write_report(json_path: Path) -> Path:
 def _burst_text(conf: dict) -> str:
     low, high = conf.get("burst_len", (3.0, 8.0))  # runs recorded before the option existed used 3-8 s
     return f"{low:g}-{high:g} s every {conf.get('burst_gap', 8.0):g} s on average"
+
+
+def _node_text(conf: dict) -> str:
+    share = conf.get("node_share")
+    return "" if share is None else f"; outside bursts every executor is capped at {share:g} cores (one node each)"
 
 
 def _plot(summary: dict, png: Path) -> None:

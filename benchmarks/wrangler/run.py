@@ -14,6 +14,7 @@ labels). Writes ``<date>-<sha>.json`` plus a Markdown/PNG report to ``benchmarks
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import tempfile
 import time
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from benchmarks.common import result_path, run_metadata, write_json
 
-from .noise import NoisyNeighbour, burst_schedule, unavailable_reason
+from .noise import CpuGroup, NoisyNeighbour, burst_schedule, unavailable_reason
 from .report import write_report
 from .workload import arm_metrics, multi_stage_job, percentiles
 
@@ -52,14 +53,20 @@ def run_app(args, name: str, extra: dict, model: Path | None, p: float | None, j
     app_id = spark.sparkContext.applicationId
     try:
         tm = spark_plugin.telemetry(spark)
-        pid = _victim_pid(tm, args)
+        pids = _executor_pids(tm, args)
         expected = sum(range(args.partitions * 2000))
         assert multi_stage_job(spark, args.partitions, args.work) == expected
         mark = tm.mark()
         low, high = args.burst_len
         schedule = burst_schedule(args.seed, args.burst_window_s, mean_gap=args.burst_gap, min_len=low, max_len=high)
         started = time.time()
-        with NoisyNeighbour(pid, schedule, share=args.share) as noise:
+        with contextlib.ExitStack() as nodes:
+            if args.node_share is not None:  # one emulated node per executor: each its own CPU quota
+                for eid, pid in pids.items():
+                    if eid != args.victim:
+                        nodes.enter_context(CpuGroup(pid, f"sparkrm-wrangler-node-{eid}", args.node_share))
+            noise = nodes.enter_context(NoisyNeighbour(pids[args.victim], schedule, share=args.share,
+                                                       normal_share=args.node_share))
             noise.start()
             for _ in range(jobs):
                 assert multi_stage_job(spark, args.partitions, args.work) == expected
@@ -76,12 +83,12 @@ def run_app(args, name: str, extra: dict, model: Path | None, p: float | None, j
         stop_and_clean(spark, app_id)
 
 
-def _victim_pid(tm, args) -> int:
+def _executor_pids(tm, args) -> dict:
     deadline = time.time() + 120
     while time.time() < deadline:
         pids = {e["executorId"]: e["pid"] for e in tm.executors().to_pylist() if e["event"] == "registered"}
         if len(pids) >= args.executors:
-            return pids[args.victim]
+            return pids
         time.sleep(0.5)
     raise RuntimeError(f"Only executors {sorted(pids)} registered within 120 s; expected {args.executors}.")
 
@@ -107,6 +114,9 @@ def main(argv=None) -> int:
     parser.add_argument("--interval-ms", type=int, default=1000, help="Wrangler's Delta")
     parser.add_argument("--hold-cap", default="10s", help="spark.wrangler.hold.maxDuration")
     parser.add_argument("--share", type=float, default=0.1, help="CPU share of one core left during a burst")
+    parser.add_argument("--node-share", type=float, default=None,
+                        help="cap every executor at this many cores outside bursts, so that each behaves as a "
+                             "node of its own (needs the cgroup method; default: no cap, executors share the host)")
     parser.add_argument("--burst-window-s", type=float, default=600)
     parser.add_argument("--burst-gap", type=float, default=8.0, help="mean seconds between bursts (exponential)")
     parser.add_argument("--burst-len", type=_seconds_range, default=(3.0, 8.0), metavar="MIN,MAX",

@@ -57,7 +57,7 @@ def test_the_victims_child_processes_are_starved_and_counted_in_its_cpu_and_cpua
     try:
         child = eventually(lambda: process_tree(parent.pid)[1:])[0]
         with NoisyNeighbour(parent.pid, [(0.0, 10.0)], share=0.1, name=f"sparkrm-test-{parent.pid}") as noise:
-            groups = {g.parent.name: g for g in noise.groups_}
+            groups = {g.parent.name: g for g in noise.group_.folders_}
             assert set(process_tree(parent.pid)) == {parent.pid, child} == set(noise.pids_)
             for controller in ("cpu", "cpuacct"):
                 assert f"{controller}:/sparkrm-test-{parent.pid}" in Path(f"/proc/{child}/cgroup").read_text()
