@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.wrangler.noise import NoisyNeighbour, burst_schedule, process_tree, unavailable_reason
+from benchmarks.wrangler.noise import CpuGroup, NoisyNeighbour, burst_schedule, process_tree, unavailable_reason
 from benchmarks.wrangler.run import summarize
 from tests.helpers import eventually
 
@@ -72,6 +72,24 @@ def test_the_victims_child_processes_are_starved_and_counted_in_its_cpu_and_cpua
         assert not any(g.exists() for g in groups.values())
     finally:
         parent.kill()
+
+
+@pytest.mark.skipif(unavailable_reason() is not None, reason=str(unavailable_reason()))
+def test_a_node_share_caps_a_process_outside_bursts_and_is_lifted_on_leaving():
+    spinner = subprocess.Popen([sys.executable, "-c", CHILD.format(seconds=1.5)], stdin=subprocess.PIPE, text=True)
+    try:
+        with CpuGroup(spinner.pid, f"sparkrm-test-node-{spinner.pid}", share=0.3) as node:
+            folder = next(f for f in node.folders_ if f.parent.name == "cpu")
+            assert (folder / "cpu.cfs_quota_us").read_text().strip() == "30000"
+            before = group_counters(folder)
+            spinner.stdin.write("go\n")
+            spinner.stdin.flush()
+            spinner.wait(timeout=30)  # 1.5 s of wall time at 0.3 of a core
+            _, usage_ns = (a - b for a, b in zip(group_counters(folder), before))
+        assert 0.2e9 <= usage_ns <= 0.8e9
+        assert not folder.exists()
+    finally:
+        spinner.kill()
 
 
 def test_burst_lengths_are_parsed_as_a_positive_range():

@@ -58,6 +58,20 @@ def test_per_node_models_catch_the_noisy_executor_and_rarely_flag_the_quiet_ones
     assert report["roc_auc"] > 0.95
 
 
+def test_a_node_model_takes_the_candidate_C_that_ranks_its_calibration_rows_best(data):
+    from sklearn.metrics import roc_auc_score
+
+    model = StragglerPredictor(min_node_tasks=50, node_C=(1.0, 0.01)).fit(data)
+    train, cal = data.split(2 / 3)
+    X, Xc = model._scale(train.X), model._scale(cal.X)
+    rows, cal_rows = train.nodes == "2", cal.nodes == "2"
+    auc = {C: roc_auc_score(cal.y[cal_rows], CalibratedSVM(C=C).fit(X[rows], train.y[rows], Xc[cal_rows],
+                                                                     cal.y[cal_rows]).decision_function(Xc[cal_rows]))
+           for C in (1.0, 0.01)}
+    chosen = model.node_models_["2"].C
+    assert auc[chosen] == max(auc.values()) and (chosen == 1.0 or auc[0.01] > auc[1.0])
+
+
 def test_save_and_load_give_identical_predictions(data, tmp_path):
     model = StragglerPredictor(min_node_tasks=50).fit(data)
     again = StragglerPredictor.load(model.save(tmp_path / "m" / "wrangler.joblib"))
