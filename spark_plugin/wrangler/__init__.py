@@ -5,6 +5,7 @@
   features are its executor's node counters sampled at or before its launch);
 * :class:`StragglerPredictor`: a Platt-calibrated linear SVM per node with the
   multi-task f_{0,n,l} model for nodes with little data; :func:`evaluate`;
+  :func:`choose_confidence` learns the threshold p on validation rows;
 * :func:`choose_holds`: the scheduling rule (flag when score > 0 and confidence > p,
   never hold every executor);
 * :class:`Wrangler` / :func:`start`: the driver-side loop that applies the rule every
@@ -17,12 +18,12 @@ offline from recorded telemetry.
 from .dataset import Dataset, build_dataset
 from .labels import label_tasks
 from .loop import Wrangler, running, start
-from .metrics import evaluate
+from .metrics import choose_confidence, evaluate
 from .model import CalibratedSVM
 from .multitask import MultiTaskSVM
 from .policy import choose_holds, is_flagged
 from .predictor import StragglerPredictor
 from ._jvm import WranglerUnavailable
 
-__all__ = ["CalibratedSVM", "Dataset", "MultiTaskSVM", "StragglerPredictor", "build_dataset", "choose_holds",
+__all__ = ["CalibratedSVM", "Dataset", "MultiTaskSVM", "StragglerPredictor", "build_dataset", "choose_confidence", "choose_holds",
            "evaluate", "is_flagged", "label_tasks", "Wrangler", "WranglerUnavailable", "running", "start"]

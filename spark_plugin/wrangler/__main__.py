@@ -1,10 +1,12 @@
-"""Command line: ``python -m spark_plugin.wrangler {train,evaluate}`` on recorded telemetry files.
+"""Command line: ``python -m spark_plugin.wrangler {train,choose,evaluate}`` on recorded telemetry files.
 
 ``train`` labels the tasks of one or more telemetry files (written under
 ``spark.sparkrm.telemetry.dir`` with the ``wrangler`` feature on, so they hold
 ``node`` samples), fits a :class:`StragglerPredictor` and saves it; point
 ``spark.wrangler.model.path`` at the result. ``evaluate`` scores a saved model on
-another file (held-out tasks) and prints TPR, FPR and the rest as JSON.
+another file (held-out tasks) and prints TPR, FPR and the rest as JSON. ``choose``
+learns the confidence threshold p on a validation file (spec §5: per-node ranges,
+median of the majority's) and prints it with the ``--conf`` that applies it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 from ..errors import SparkrmError
 from ..telemetry_reader import read_telemetry
 from .dataset import build_dataset, concat
-from .metrics import evaluate
+from .metrics import choose_confidence, evaluate
 from .predictor import StragglerPredictor
 
 
@@ -42,9 +44,10 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m spark_plugin.wrangler", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     for name, helptext in (("train", "train a model on telemetry files"),
+                           ("choose", "learn the confidence threshold p on validation telemetry"),
                            ("evaluate", "score a saved model on telemetry files")):
         cmd = sub.add_parser(name, help=helptext)
-        if name == "evaluate":
+        if name != "train":
             cmd.add_argument("model", type=Path, help="a model written by `train`")
         cmd.add_argument("telemetry", type=Path, nargs="+", help="<appId>.telemetry.jsonl files")
         cmd.add_argument("--beta", type=float, default=1.3, help="straggler threshold (default 1.3)")
@@ -62,6 +65,9 @@ def main(argv=None) -> int:
             model.save(opts.out)
             print(json.dumps({"model": str(opts.out), "rows": len(rows), "stragglers": int(rows.y.sum()),
                               "node_models": sorted(model.node_models_), "fit_seconds": model.fit_seconds_}, indent=1))
+        elif opts.command == "choose":
+            choice = choose_confidence(StragglerPredictor.load(opts.model), rows)
+            print(json.dumps({**choice, "conf": f"spark.wrangler.confidence={choice['confidence']:g}"}, indent=1))
         else:
             print(json.dumps(evaluate(StragglerPredictor.load(opts.model), rows, confidence=opts.confidence),
                              indent=1))

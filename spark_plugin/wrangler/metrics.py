@@ -44,3 +44,54 @@ def evaluate(predictor, data: Dataset, *, confidence: float) -> dict:
         rows = data.nodes == node
         out["per_node"][node] = {"model": predictor.model_kind(node), **rates(data.y[rows], after[rows])}
     return out
+
+
+#: Candidate thresholds for :func:`choose_confidence`; the thesis's best values were 0.7 and 0.8.
+CONFIDENCE_GRID = tuple(round(p, 2) for p in np.arange(0.5, 0.951, 0.05))
+
+
+def choose_confidence(predictor, data: Dataset, *, grid=CONFIDENCE_GRID, tolerance: float = 0.02) -> dict:
+    """Learn p on validation rows as the thesis does (spec §5): per node, the range of thresholds whose
+    predictions are most accurate; then the median of the thresholds a majority of nodes agree on.
+
+    "Accurate" is balanced accuracy, (TPR + 1 - FPR) / 2: plain accuracy would reward flagging nothing
+    when stragglers are rare, and the confidences already refer to a balanced prior (oversampling).
+    A node's range is every threshold within ``tolerance`` of its best; nodes whose rows hold one class
+    only cannot tell thresholds apart and do not vote. Without a majority, p is the median of the nodes'
+    best thresholds; without any voting node, the grid's middle.
+
+    Returns
+    -------
+    dict
+        ``confidence`` (the chosen p), ``quorum`` (the thresholds a majority agrees on) and ``per_node``
+        (``best``, ``range`` as [low, high], ``balanced_accuracy`` at the best).
+    """
+    scores, conf = predictor.predict(data.X, data.nodes, data.workloads)
+    per_node = {}
+    for node in sorted(set(data.nodes)):
+        rows = data.nodes == node
+        if len(np.unique(data.y[rows])) < 2:
+            continue
+        accuracy = [rates(data.y[rows], is_flagged(scores[rows], conf[rows], p))["balanced_accuracy"] for p in grid]
+        good = [p for p, a in zip(grid, accuracy) if a >= max(accuracy) - tolerance]
+        best = int(np.argmax(accuracy))
+        per_node[node] = {"best": grid[best], "range": [min(good), max(good)], "balanced_accuracy": accuracy[best]}
+    quorum = quorum_thresholds([v["range"] for v in per_node.values()], grid)
+    if quorum:
+        p = float(np.median(quorum))
+    elif per_node:
+        p = float(np.median([v["best"] for v in per_node.values()]))
+    else:
+        p = float(np.median(grid))
+    return {"confidence": p, "quorum": quorum, "per_node": per_node}
+
+
+def quorum_thresholds(ranges, grid) -> list:
+    """The thresholds of ``grid`` inside the ``[low, high]`` ranges of more than half of them.
+
+    Examples
+    --------
+    >>> quorum_thresholds([[0.6, 0.8], [0.7, 0.9], [0.5, 0.55]], (0.5, 0.55, 0.6, 0.7, 0.8, 0.9))
+    [0.7, 0.8]
+    """
+    return [p for p in grid if 2 * sum(low <= p <= high for low, high in ranges) > len(ranges)]

@@ -37,6 +37,12 @@ def test_train_writes_a_model_and_evaluate_scores_it_on_another_recording(tmp_pa
     assert main(["evaluate", str(tmp_path / "m.joblib"), str(tmp_path / "later.telemetry.jsonl")]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["after_threshold"]["tpr"] >= 0.9 and report["after_threshold"]["fpr"] <= 0.05
+    assert main(["choose", str(tmp_path / "m.joblib"), str(tmp_path / "later.telemetry.jsonl")]) == 0
+    choice = json.loads(capsys.readouterr().out)
+    low, high = choice["per_node"]["2"]["range"]
+    assert list(choice["per_node"]) == ["2"]  # the quiet executors never straggle: nothing to vote with
+    assert low <= choice["confidence"] <= high and choice["conf"] == f"spark.wrangler.confidence={choice['confidence']:g}"
+    assert choice["per_node"]["2"]["balanced_accuracy"] >= 0.9
 
 
 def test_a_recording_without_node_samples_is_refused_with_the_fix(tmp_path, capsys):
