@@ -148,53 +148,55 @@ def _linear_parts(w: np.ndarray, x: np.ndarray) -> np.ndarray:
     return x @ w[:-1] + w[-1]
 
 
-class LogisticRegressionGD(_IterativeTrainer):
+class _LinearGD(_IterativeTrainer):
+    """Full-batch (sub)gradient descent on ``w = (coef, intercept)`` with an L2 penalty ``reg`` on the
+    coefficients. A subclass gives the per-block (loss sum, gradient sum) and the step size."""
+
+    def _init_state(self, data):
+        return np.zeros(data.features + 1)
+
+    def _iterate(self, data, w, k, cores):
+        (loss_sum, grad), cpu = data.aggregate(cores, self._block(w))
+        loss = loss_sum / data.rows + 0.5 * self.reg * float(w[:-1] @ w[:-1])
+        return loss, w - self._step_size(k) * (grad / data.rows + self.reg * np.append(w[:-1], 0.0)), cpu
+
+    def _set_result(self, w):
+        self.coef_, self.intercept_ = w[:-1], float(w[-1])
+
+
+class LogisticRegressionGD(_LinearGD):
     """Binary logistic regression (labels 0/1) by full-batch gradient descent with L2 penalty ``reg``."""
 
     def __init__(self, *, step: float = 1.0, reg: float = 1e-4, max_iter: int = 100, tol: float = 0.0):
         self.step, self.reg, self.max_iter, self.tol = step, reg, max_iter, tol
 
-    def _init_state(self, data):
-        return np.zeros(data.features + 1)
-
-    def _iterate(self, data, w, k, cores):
+    def _block(self, w):
         def block(x, y):
             z = _linear_parts(w, x)
             residual = 1.0 / (1.0 + np.exp(-z)) - y
             return (float(np.sum(np.logaddexp(0.0, z) - y * z)), np.append(x.T @ residual, residual.sum()))
+        return block
 
-        (loss_sum, grad), cpu = data.aggregate(cores, block)
-        penalty = self.reg * np.append(w[:-1], 0.0)
-        loss = loss_sum / data.rows + 0.5 * self.reg * float(w[:-1] @ w[:-1])
-        return loss, w - self.step * (grad / data.rows + penalty), cpu
-
-    def _set_result(self, w):
-        self.coef_, self.intercept_ = w[:-1], float(w[-1])
+    def _step_size(self, k):
+        return self.step
 
 
-class LinearSVMGD(_IterativeTrainer):
+class LinearSVMGD(_LinearGD):
     """Linear SVM (labels 0/1) by subgradient descent on the L2-regularized hinge loss, step ``step/sqrt(k+1)``."""
 
     def __init__(self, *, step: float = 1.0, reg: float = 1e-3, max_iter: int = 100, tol: float = 0.0):
         self.step, self.reg, self.max_iter, self.tol = step, reg, max_iter, tol
 
-    def _init_state(self, data):
-        return np.zeros(data.features + 1)
-
-    def _iterate(self, data, w, k, cores):
+    def _block(self, w):
         def block(x, y):
             sign = 2.0 * y - 1.0
             margin = sign * _linear_parts(w, x)
             active = sign * (margin < 1.0)
             return (float(np.maximum(0.0, 1.0 - margin).sum()), -np.append(x.T @ active, active.sum()))
+        return block
 
-        (loss_sum, grad), cpu = data.aggregate(cores, block)
-        loss = loss_sum / data.rows + 0.5 * self.reg * float(w[:-1] @ w[:-1])
-        step = self.step / math.sqrt(k + 1)
-        return loss, w - step * (grad / data.rows + self.reg * np.append(w[:-1], 0.0)), cpu
-
-    def _set_result(self, w):
-        self.coef_, self.intercept_ = w[:-1], float(w[-1])
+    def _step_size(self, k):
+        return self.step / math.sqrt(k + 1)
 
 
 class KMeansLloyd(_IterativeTrainer):
