@@ -89,3 +89,27 @@ def report_header(meta: dict, title: str) -> list[str]:
     return [f"# {title}", "",
             f"{meta['date']} · commit {meta['git_sha']} · pyspark {meta['pyspark']} · {meta['java']} · "
             f"{meta['machine']['cpus']} CPUs", ""]
+
+
+def pyplot():
+    """matplotlib's pyplot on the file-only Agg backend: benchmarks run on machines without a display."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig, png: Path, *, dpi: int = 120) -> None:
+    """Lay out ``fig``, write it to ``png`` and close it (open figures hold memory until the process ends)."""
+    fig.tight_layout()
+    fig.savefig(png, dpi=dpi)
+    pyplot().close(fig)
+
+
+def write_markdown(json_path, lines: list[str]) -> Path:
+    """Write a report's lines next to its JSON as ``<run>.md``; returns that path."""
+    md_path = Path(json_path).with_suffix(".md")
+    md_path.write_text("\n".join(lines))
+    return md_path

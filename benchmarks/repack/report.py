@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchmarks.common import markdown_table
+from benchmarks.common import markdown_table, pyplot, save_figure, write_markdown
 
 
 def _header(meta: dict, title: str) -> list:
@@ -98,20 +98,12 @@ def _hyperband_report(data: dict) -> tuple:
 
 def render(path) -> Path:
     """Write ``<path>.md`` and ``<path>.png`` next to the JSON at ``path``; return the Markdown path."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     path = Path(path)
     data = json.loads(path.read_text())
     lines, plot = {"impv": _impv_report, "hyperband": _hyperband_report}[data["kind"]](data)
     fig, ax = plt.subplots(figsize=(7, 4.5))
     plot(ax)
-    fig.tight_layout()
-    fig.savefig(path.with_suffix(".png"), dpi=110)
-    plt.close(fig)
+    save_figure(fig, path.with_suffix(".png"), dpi=110)
     lines += ["", f"![plot]({path.with_suffix('.png').name})", ""]
-    md = path.with_suffix(".md")
-    md.write_text("\n".join(lines))
-    return md
+    return write_markdown(path, lines)

@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from benchmarks.common import markdown_table, report_header
+from benchmarks.common import markdown_table, pyplot, report_header, save_figure, write_markdown
 
 
 def write_synthetic_report(json_path: Path) -> Path:
@@ -34,18 +34,12 @@ def write_synthetic_report(json_path: Path) -> Path:
         "time from the end of the map stage until reducers could start.",
         "",
         f"![N-way sweep]({Path(json_path).with_suffix('.png').name})", ""]
-    md_path = Path(json_path).with_suffix(".md")
-    md_path.write_text("\n".join(md))
     _plot_synthetic(summary, Path(json_path).with_suffix(".png"))
-    return md_path
+    return write_markdown(json_path, md)
 
 
 def _plot_synthetic(summary: dict, png: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     labels = list(summary)
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))
     left.bar(labels, [summary[k]["reads_per_reducer"] for k in labels], label="measured")
@@ -63,9 +57,7 @@ def _plot_synthetic(summary: dict, png: Path) -> None:
     right.legend()
     for ax in (left, right):
         ax.tick_params(axis="x", rotation=45, labelsize=8)
-    fig.tight_layout()
-    fig.savefig(png, dpi=120)
-    plt.close(fig)
+    save_figure(fig, png)
 
 
 def write_slow_disk_report(json_path: Path) -> Path:
@@ -90,9 +82,7 @@ def write_slow_disk_report(json_path: Path) -> Path:
         "the neighbouring blocks of the same map file, which other reducers read next, so vanilla's disk "
         "requests are fewer than its block reads on a machine with memory to spare.",
         ""]
-    md_path = Path(json_path).with_suffix(".md")
-    md_path.write_text("\n".join(md))
-    return md_path
+    return write_markdown(json_path, md)
 
 
 if __name__ == "__main__":

@@ -6,18 +6,9 @@ import json
 import statistics
 from pathlib import Path
 
-from benchmarks.common import markdown_table, report_header
+from benchmarks.common import markdown_table, pyplot, report_header, save_figure, write_markdown
 
 KINDS = ("light", "medium", "heavy")
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def write_time_to_accuracy_report(json_path: Path) -> Path:
@@ -36,9 +27,7 @@ def write_time_to_accuracy_report(json_path: Path) -> Path:
         "query's time; true accuracy is the mean over cells of min(est/exact, exact/est).", "",
         markdown_table(["query", "exact s", "all batches s", "time to 95% / exact", "time to 99% / exact"], rows), "",
         f"![accuracy over time]({Path(json_path).with_suffix('.png').name})", ""]
-    md_path = Path(json_path).with_suffix(".md")
-    md_path.write_text("\n".join(md))
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5))
     colors = plt.get_cmap("tab20").colors
     for i, (q, r) in enumerate(queries.items()):
@@ -49,10 +38,8 @@ def write_time_to_accuracy_report(json_path: Path) -> Path:
     ax.set_xlabel("processing time / exact query time")
     ax.set_ylabel("true accuracy")
     ax.legend(ncol=4, fontsize=7)
-    fig.tight_layout()
-    fig.savefig(Path(json_path).with_suffix(".png"), dpi=110)
-    plt.close(fig)
-    return md_path
+    save_figure(fig, Path(json_path).with_suffix(".png"), dpi=110)
+    return write_markdown(json_path, md)
 
 
 def summarize(records: list[dict]) -> dict:
@@ -85,9 +72,7 @@ def write_workload_report(json_path: Path) -> Path:
         "deadline. False attainment: attained, but the true accuracy at that moment was below the threshold. "
         "Waiting: turnaround minus the time the same job needs alone to meet its criterion.", "",
         f"![attained jobs]({Path(json_path).with_suffix('.png').name})", ""]
-    md_path = Path(json_path).with_suffix(".md")
-    md_path.write_text("\n".join(md))
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 3.8))
     names = list(summaries)
     width = 0.8 / len(KINDS)
@@ -97,7 +82,5 @@ def write_workload_report(json_path: Path) -> Path:
     ax.set_xticks([x + width for x in range(len(names))], names)
     ax.set_ylabel("attained jobs")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(Path(json_path).with_suffix(".png"), dpi=110)
-    plt.close(fig)
-    return md_path
+    save_figure(fig, Path(json_path).with_suffix(".png"), dpi=110)
+    return write_markdown(json_path, md)

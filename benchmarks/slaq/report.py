@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchmarks.common import markdown_table, report_header
+from benchmarks.common import markdown_table, pyplot, report_header, save_figure, write_markdown
 
 
 def _ratio(a, b):
@@ -57,18 +57,12 @@ def write_report(json_path: Path) -> Path:
         f"forecasting all {dt['jobs']} jobs from scratch took {dt['forecast_all_s']:.1f} s (in the live loop a "
         "forecast is refit only when its job reports).", "",
         f"![average normalized loss]({Path(json_path).with_suffix('.png').name})", ""]
-    md_path = Path(json_path).with_suffix(".md")
-    md_path.write_text("\n".join(md))
     _plot(runs, Path(json_path).with_suffix(".png"))
-    return md_path
+    return write_markdown(json_path, md)
 
 
 def _plot(runs: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(runs), figsize=(4.5 * len(runs), 3.6), squeeze=False, sharey=True)
     for ax, (load, by_policy) in zip(axes[0], runs.items()):
         for policy, run in by_policy.items():
@@ -79,6 +73,4 @@ def _plot(runs: dict, path: Path) -> None:
         ax.set_xlabel("time (s)")
     axes[0][0].set_ylabel("avg normalized loss of active jobs")
     axes[0][0].legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, dpi=110)

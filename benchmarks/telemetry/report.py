@@ -7,7 +7,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from benchmarks.common import markdown_table
+from benchmarks.common import markdown_table, pyplot, save_figure
 
 
 def write_report(json_path: Path) -> Path:
@@ -55,11 +55,7 @@ def write_report(json_path: Path) -> Path:
 
 
 def _plot(data: dict, png: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     modes = list(data["samples"])
     fig, ax = plt.subplots(figsize=(6, 3.5))
     ax.boxplot([data["samples"][m] for m in modes], tick_labels=modes)
@@ -67,9 +63,7 @@ def _plot(data: dict, png: Path) -> None:
         ax.scatter([i] * len(data["samples"][m]), data["samples"][m], s=12, alpha=0.6)
     ax.set_ylabel("job wall time (s)")
     ax.set_title(f"{data['meta']['conf']['tasks']}-task job: telemetry overhead")
-    fig.tight_layout()
-    fig.savefig(png, dpi=120)
-    plt.close(fig)
+    save_figure(fig, png)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ import json
 import math
 from pathlib import Path
 
-from benchmarks.common import markdown_table, write_json
+from benchmarks.common import markdown_table, pyplot, save_figure, write_json
 
 SCHEMA_VERSION = 1
 
@@ -137,11 +137,7 @@ def _metric(record: dict, name: str, unit: float = 1):
 
 
 def render_png(data: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     modes = data["config"]["modes"]
     items = sorted(data["queries"].items(), key=lambda kv: int(kv[0]))
     labels = [f"Q{int(q)}" for q, _ in items]
@@ -162,6 +158,4 @@ def render_png(data: dict, path: Path) -> None:
         ax.set_ylabel("median time (s)")
         ax.set_title(f"TPC-H SF {data['config']['sf']:g}: {base}")
     ax.set_xticks(range(len(labels)), labels, rotation=60, fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)

@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from benchmarks.common import markdown_table, report_header
+from benchmarks.common import markdown_table, pyplot, report_header, save_figure, write_markdown
 
 
 def write_report(json_path: Path) -> Path:
@@ -51,10 +51,8 @@ def write_report(json_path: Path) -> Path:
            f"per node per Delta {1e3 * pred.get('p50', float('nan')):.3f} ms median, "
            f"{1e3 * pred.get('p99', float('nan')):.3f} ms p99 (thesis: about 1 s and well under 1 ms).", "",
            f"![Wrangler arms]({Path(json_path).with_suffix('.png').name})", ""]
-    md_path = Path(json_path).with_suffix(".md")
-    md_path.write_text("\n".join(md))
     _plot(s, Path(json_path).with_suffix(".png"))
-    return md_path
+    return write_markdown(json_path, md)
 
 
 def _burst_text(conf: dict) -> str:
@@ -68,11 +66,7 @@ def _node_text(conf: dict) -> str:
 
 
 def _plot(summary: dict, png: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     arms = list(summary)
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
     for ax, (title, values) in zip(axes, (
@@ -87,9 +81,7 @@ def _plot(summary: dict, png: Path) -> None:
             ax.bar(arms, values)
         ax.set_title(title, fontsize=9)
         ax.tick_params(axis="x", rotation=35, labelsize=7)
-    fig.tight_layout()
-    fig.savefig(png, dpi=120)
-    plt.close(fig)
+    save_figure(fig, png)
 
 
 if __name__ == "__main__":
