@@ -72,16 +72,14 @@ KEYS = KeyTable([
         "How much longer than the best-effort timeout a reducer waits for the driver's list of "
         "merged outputs before reading unmerged.", low=0),
     Key("spark.riffle.read.verifyMaxBytes", "size", "64m",
-        "Merged blocks up to this size are checksum-verified before use and fall back to the "
-        "original files when corrupt; larger ones are verified after use.", low=0),
+        "Every merged sub-block is checksum-verified before any of its records are used; sub-blocks "
+        "up to this size are verified in memory, larger ones through a local temporary file.", low=0),
     Key("spark.riffle.test.failMergeFraction", "double", "0",
         "Test only: fail this fraction of merges.", low=0, high=1),
     Key("spark.riffle.test.mergeDelay", "duration", "0",
         "Test only: delay every merge by this long.", low=0),
     Key("spark.riffle.test.loseMergedFiles", "bool", "false",
         "Test only: delete each merged data file right after it is committed."),
-    Key("spark.riffle.test.corruptMergedFiles", "bool", "false",
-        "Test only: flip a byte of each merged data file right after it is committed."),
 
     # Wrangler: straggler prediction and task-delay hints (spark_plugin/wrangler/).
     Key("spark.wrangler.enabled", "bool", "false",

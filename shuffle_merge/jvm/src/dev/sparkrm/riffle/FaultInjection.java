@@ -3,7 +3,6 @@ package dev.sparkrm.riffle;
 import dev.sparkrm.conf.SparkrmConf;
 import java.io.File;
 import java.io.IOException;
-import java.io.RandomAccessFile;
 import org.apache.spark.shuffle.IndexShuffleBlockResolver;
 
 /**
@@ -14,13 +13,11 @@ final class FaultInjection {
   private final double failFraction;
   private final long delayMs;
   private final boolean loseMerged;
-  private final boolean corruptMerged;
 
   FaultInjection(SparkrmConf conf) {
     this.failFraction = conf.getDouble("spark.riffle.test.failMergeFraction");
     this.delayMs = conf.getLong("spark.riffle.test.mergeDelay");
     this.loseMerged = conf.getBoolean("spark.riffle.test.loseMergedFiles");
-    this.corruptMerged = conf.getBoolean("spark.riffle.test.corruptMergedFiles");
   }
 
   /** Sleeps (slow merger) and fails a deterministic fraction of merges (by group id). */
@@ -31,19 +28,9 @@ final class FaultInjection {
     }
   }
 
-  /** Deletes or corrupts a merged output right after it was committed, before any reader sees it. */
+  /** Deletes a merged output right after it was committed, before any reader sees it. */
   void afterCommit(MergeAssignment a, IndexShuffleBlockResolver resolver) throws IOException {
     File data = resolver.getDataFile(a.shuffleId(), a.syntheticMapId());
-    if (loseMerged) {
-      if (!data.delete()) throw new IOException("could not delete " + data + " for the lost-file fault");
-    } else if (corruptMerged && data.length() > 0) {
-      try (RandomAccessFile f = new RandomAccessFile(data, "rw")) {
-        long at = data.length() - MergedBlockFormat.TRAILER_BYTES - 1; // last payload byte of the last block
-        f.seek(at);
-        int b = f.read();
-        f.seek(at);
-        f.write(b ^ 0xff);
-      }
-    }
+    if (loseMerged && !data.delete()) throw new IOException("could not delete " + data + " for the lost-file fault");
   }
 }

@@ -11,6 +11,7 @@ import java.util.TreeMap;
 import org.apache.spark.scheduler.MapStatus;
 import org.apache.spark.storage.BlockId;
 import org.apache.spark.storage.BlockManagerId;
+import org.apache.spark.storage.ShuffleBlockBatchId;
 import org.apache.spark.storage.ShuffleBlockId;
 import scala.Tuple2;
 import scala.Tuple3;
@@ -37,6 +38,9 @@ final class FetchPlan {
   /** For each synthetic map id: reduce id to the original blocks it replaces. */
   private final Map<Long, Map<Integer, List<Block>>> replaced;
   private final Map<Long, Integer> mapIndexOf;
+  /** For each synthetic map id: where it is stored and how many map outputs it holds. */
+  private final Map<Long, BlockManagerId> mergedLocation;
+  private final Map<Long, Integer> mergedInputs;
   /** Every (map index, reduce id) of Spark's own list: what the read must cover exactly once. */
   final Set<List<Integer>> coverage;
   /**
@@ -48,11 +52,13 @@ final class FetchPlan {
   final int groupsRejected;
 
   private FetchPlan(Map<BlockManagerId, List<Block>> byLocation, Map<Long, Map<Integer, List<Block>>> replaced,
-      Map<Long, Integer> mapIndexOf, Set<List<Integer>> coverage, int vanillaReads, int groupsUsed,
-      int groupsRejected) {
+      Map<Long, Integer> mapIndexOf, Map<Long, BlockManagerId> mergedLocation, Map<Long, Integer> mergedInputs,
+      Set<List<Integer>> coverage, int vanillaReads, int groupsUsed, int groupsRejected) {
     this.byLocation = byLocation;
     this.replaced = replaced;
     this.mapIndexOf = mapIndexOf;
+    this.mergedLocation = mergedLocation;
+    this.mergedInputs = mergedInputs;
     this.coverage = coverage;
     this.vanillaReads = vanillaReads;
     this.groupsUsed = groupsUsed;
@@ -86,11 +92,13 @@ final class FetchPlan {
           : blocks.size();
     }
     Map<Long, Long> synOfMapId = new HashMap<>();
+    Map<Long, Integer> mergedInputs = new HashMap<>();
     int used = 0;
     int rejected = 0;
     for (ReadPlan.Group g : plan.groups()) {
       if (valid(g, statuses, startMapIndex, endMapIndex)) {
         for (MergeInput in : g.inputs()) synOfMapId.put(in.mapId(), g.syntheticMapId());
+        mergedInputs.put(g.syntheticMapId(), g.inputs().size());
         used++;
       } else {
         rejected++;
@@ -98,6 +106,7 @@ final class FetchPlan {
     }
     Map<BlockManagerId, List<Block>> byLocation = new LinkedHashMap<>();
     Map<Long, Map<Integer, List<Block>>> replaced = new HashMap<>();
+    Map<Long, BlockManagerId> mergedLocation = new HashMap<>();
     for (Map.Entry<BlockManagerId, List<Block>> loc : original.entrySet()) {
       List<Block> out = new ArrayList<>();
       Map<Long, TreeMap<Integer, List<Block>>> merged = new LinkedHashMap<>();
@@ -112,16 +121,18 @@ final class FetchPlan {
       }
       for (Map.Entry<Long, TreeMap<Integer, List<Block>>> m : merged.entrySet()) {
         for (Map.Entry<Integer, List<Block>> part : m.getValue().entrySet()) {
-          long size = MergedBlockFormat.headerBytes(part.getValue().size()) + MergedBlockFormat.TRAILER_BYTES;
+          long size = MergedBlockFormat.headerBytes(mergedInputs.get(m.getKey()));
           for (Block b : part.getValue()) size += b.size();
           out.add(new Block(new ShuffleBlockId(shuffleId, m.getKey(), part.getKey()), size,
               part.getValue().get(0).mapIndex()));
         }
         replaced.put(m.getKey(), new HashMap<>(m.getValue()));
+        mergedLocation.put(m.getKey(), loc.getKey());
       }
       if (!out.isEmpty()) byLocation.put(loc.getKey(), out);
     }
-    return new FetchPlan(byLocation, replaced, mapIndexOf, coverage, vanillaReads, used, rejected);
+    return new FetchPlan(byLocation, replaced, mapIndexOf, mergedLocation, mergedInputs, coverage, vanillaReads,
+        used, rejected);
   }
 
   /** A group is usable only if it matches the registered map outputs exactly and lies in range. */
@@ -144,9 +155,10 @@ final class FetchPlan {
 
   /**
    * The plan for the rest of a read after merged outputs {@code bad} failed: blocks already consumed
-   * are dropped, and each remaining block of a bad merge becomes the original blocks it stood for.
+   * are dropped, and each remaining block of a bad merge becomes the original blocks it stood for
+   * that were not read yet ({@code covered} holds the (map index, reduce id) pairs read so far).
    */
-  FetchPlan without(Set<Long> bad, Set<Piece> consumed) {
+  FetchPlan without(Set<Long> bad, Set<Piece> consumed, Set<List<Integer>> covered) {
     Map<BlockManagerId, List<Block>> next = new LinkedHashMap<>();
     for (Map.Entry<BlockManagerId, List<Block>> loc : byLocation.entrySet()) {
       List<Block> out = new ArrayList<>();
@@ -155,8 +167,8 @@ final class FetchPlan {
         if (consumed.contains(new Piece(id.mapId(), id.reduceId()))) continue;
         if (bad.contains(id.mapId())) {
           for (Block orig : replaced.get(id.mapId()).get(id.reduceId())) {
-            ShuffleBlockId o = (ShuffleBlockId) orig.id();
-            if (!consumed.contains(new Piece(o.mapId(), o.reduceId()))) out.add(orig);
+            int reduceId = ((ShuffleBlockId) orig.id()).reduceId();
+            if (!covered.contains(List.of(orig.mapIndex(), reduceId))) out.add(orig);
           }
         } else {
           out.add(b);
@@ -164,7 +176,39 @@ final class FetchPlan {
       }
       if (!out.isEmpty()) next.put(loc.getKey(), out);
     }
-    return new FetchPlan(next, replaced, mapIndexOf, coverage, vanillaReads, groupsUsed, groupsRejected);
+    return new FetchPlan(next, replaced, mapIndexOf, mergedLocation, mergedInputs, coverage, vanillaReads,
+        groupsUsed, groupsRejected);
+  }
+
+  /** How many map outputs merged output {@code syntheticMapId} holds. */
+  int inputsOf(long syntheticMapId) {
+    return mergedInputs.get(syntheticMapId);
+  }
+
+  /** Where merged output {@code syntheticMapId} is read from. */
+  BlockManagerId locationOf(long syntheticMapId) {
+    return mergedLocation.get(syntheticMapId);
+  }
+
+  /**
+   * The partitions a fetched merged block must contain, ascending: its own, or for a batch the
+   * planned ones in its range (Spark leaves the empty ones out, and so does the merged file).
+   */
+  int[] mergedReduceIds(BlockId fetched) {
+    if (fetched instanceof ShuffleBlockId) return new int[] {((ShuffleBlockId) fetched).reduceId()};
+    ShuffleBlockBatchId batch = (ShuffleBlockBatchId) fetched;
+    return replaced.get(batch.mapId()).keySet().stream()
+        .filter(r -> r >= batch.startReduceId() && r < batch.endReduceId())
+        .mapToInt(Integer::intValue).sorted().toArray();
+  }
+
+  /** The original block of map index {@code mapIndex} that merged block ({@code syntheticMapId}, {@code reduceId}) holds. */
+  ShuffleBlockId original(long syntheticMapId, int mapIndex, int reduceId) {
+    for (Block b : replaced.get(syntheticMapId).get(reduceId)) {
+      if (b.mapIndex() == mapIndex) return (ShuffleBlockId) b.id();
+    }
+    throw new IllegalStateException("merge " + syntheticMapId + " holds no block of map index " + mapIndex
+        + " for partition " + reduceId);
   }
 
   /** Synthetic map ids of the merged outputs planned from {@code location}. */

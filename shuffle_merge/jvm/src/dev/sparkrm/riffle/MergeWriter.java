@@ -9,12 +9,14 @@ import java.io.FileInputStream;
 import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
+import java.nio.ByteBuffer;
 import java.nio.file.Files;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.CancellationException;
 import java.util.function.BooleanSupplier;
-import java.util.zip.CRC32;
+import java.util.zip.CRC32C;
 import org.apache.spark.shuffle.IndexShuffleBlockResolver;
 import scala.Option;
 
@@ -22,9 +24,10 @@ import scala.Option;
  * Merges committed map outputs of one shuffle into one merged output (thesis Algorithm 2).
  *
  * <p>Partition by partition, it copies each input's raw block into the output behind a header of
- * sub-block boundaries (see {@link MergedBlockFormat}). Each input is read front to back through
- * its own read buffer and the output is written through one write buffer, so all I/O is
- * sequential. The data goes to a temporary file and is committed with Spark's own
+ * sub-block boundaries and checksums (see {@link MergedBlockFormat}). Each input is read front to
+ * back through its own read buffer and the output is written through one write buffer, so the
+ * bulk of the I/O is sequential; the headers, whose checksums are known only after their
+ * sub-blocks were copied, are written into their reserved places at the end. The data goes to a temporary file and is committed with Spark's own
  * {@code writeMetadataFileAndCommit} (index written, data renamed atomically); a failed or
  * cancelled merge deletes its temporary file and leaves nothing visible.
  */
@@ -71,31 +74,42 @@ final class MergeWriter {
     long[] lengths = new long[partitions];
     long inputBytes = 0;
     boolean committed = false;
-    try (DataOutputStream out =
-        new DataOutputStream(new BufferedOutputStream(new FileOutputStream(tmp), writeBufferBytes))) {
+    try (FileOutputStream file = new FileOutputStream(tmp)) {
+      DataOutputStream out = new DataOutputStream(new BufferedOutputStream(file, writeBufferBytes));
       for (int i = 0; i < n; i++) {
         File data = resolver.getDataFile(shuffleId, inputs.get(i).mapId());
         in[i] = new BufferedInputStream(new FileInputStream(data), readBufferBytes);
       }
       byte[] chunk = new byte[COPY_CHUNK];
-      CRC32 crc = new CRC32();
-      long[] sub = new long[n];
+      List<Long> headerOffsets = new ArrayList<>(); // where each header goes, once its checksums are known
+      List<MergedBlockFormat.Header> headers = new ArrayList<>();
+      long position = 0;
       for (int p = 0; p < partitions; p++) {
         if (cancelled.getAsBoolean()) throw new CancellationException("merge cancelled");
+        long[] sub = new long[n];
         long payload = 0;
         for (int i = 0; i < n; i++) {
           sub[i] = offsets[i][p + 1] - offsets[i][p];
           payload += sub[i];
         }
         if (payload == 0) continue;
-        MergedBlockFormat.writeHeader(out, p, mapIndexes, sub);
-        crc.reset();
-        for (int i = 0; i < n; i++) copy(in[i], out, sub[i], chunk, crc);
-        out.writeLong(crc.getValue());
-        lengths[p] = MergedBlockFormat.headerBytes(n) + payload + MergedBlockFormat.TRAILER_BYTES;
+        int headerBytes = MergedBlockFormat.headerBytes(n);
+        out.write(new byte[headerBytes]);
+        int[] crcs = new int[n];
+        for (int i = 0; i < n; i++) crcs[i] = copy(in[i], out, sub[i], chunk);
+        headerOffsets.add(position);
+        headers.add(new MergedBlockFormat.Header(p, mapIndexes, sub, crcs));
+        lengths[p] = headerBytes + payload;
+        position += lengths[p];
         inputBytes += payload;
       }
-      out.close();
+      out.flush();
+      for (int h = 0; h < headers.size(); h++) {
+        ByteBuffer header = ByteBuffer.wrap(MergedBlockFormat.encodeHeader(headers.get(h)));
+        long at = headerOffsets.get(h);
+        while (header.hasRemaining()) at += file.getChannel().write(header, at);
+      }
+      file.close();
       resolver.writeMetadataFileAndCommit(shuffleId, syntheticMapId, lengths, new long[0], tmp);
       committed = true;
     } finally {
@@ -118,8 +132,9 @@ final class MergeWriter {
     return offsets;
   }
 
-  private static void copy(InputStream in, DataOutputStream out, long length, byte[] chunk, CRC32 crc)
-      throws IOException {
+  /** Copies {@code length} bytes and returns their CRC32C. */
+  private static int copy(InputStream in, DataOutputStream out, long length, byte[] chunk) throws IOException {
+    CRC32C crc = new CRC32C();
     long left = length;
     while (left > 0) {
       int read = in.read(chunk, 0, (int) Math.min(chunk.length, left));
@@ -128,5 +143,6 @@ final class MergeWriter {
       out.write(chunk, 0, read);
       left -= read;
     }
+    return (int) crc.getValue();
   }
 }

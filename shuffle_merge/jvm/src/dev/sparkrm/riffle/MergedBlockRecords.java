@@ -1,12 +1,8 @@
 package dev.sparkrm.riffle;
 
-import java.io.ByteArrayInputStream;
-import java.io.DataInputStream;
+import java.io.Closeable;
 import java.io.IOException;
 import java.io.InputStream;
-import java.util.ArrayDeque;
-import java.util.function.Consumer;
-import java.util.zip.CRC32;
 import org.apache.spark.serializer.SerializerInstance;
 import org.apache.spark.serializer.SerializerManager;
 import org.apache.spark.storage.BlockId;
@@ -14,158 +10,165 @@ import org.apache.spark.storage.ShuffleBlockId;
 import scala.Tuple2;
 import scala.collection.AbstractIterator;
 import scala.collection.Iterator;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The records of one fetched merged block, or of several back to back (a batch fetch of contiguous
- * partitions). For each merged partition it reads the header, checks the payload's CRC, and only
- * then decompresses, decrypts and deserializes each original sub-block on its own.
+ * partitions), one original sub-block at a time.
  *
- * <p>Partitions up to {@code verifyMaxBytes} are checked before any of their records are emitted,
- * so a corrupt one is reported as {@link MergedBlockUnusable} and the reader falls back to the
- * originals. Larger partitions are streamed and checked at their end; a mismatch there fails the
- * task, since records were already emitted.
+ * <p>Each sub-block is verified by {@link MergedBlockReader} before it is decompressed, decrypted
+ * and deserialized on its own, and counts as read only after its last record was emitted. So a
+ * corrupt header or sub-block is found before any of its records go out: it is reported as
+ * {@link MergedBlockUnusable}, and the reader reads that sub-block and the rest from the originals.
+ *
+ * <p>A verified sub-block that still fails to deserialize holds the bytes the map task wrote (the
+ * merger checksummed what it read), so the original is damaged too. Before any of its records went
+ * out this is also {@link MergedBlockUnusable} (the original is then read, and Spark's own checks
+ * deal with it); after, it is {@link MergedBlockFailed}, and the task must fail.
  */
-final class MergedBlockRecords extends AbstractIterator<Tuple2<Object, Object>> {
+final class MergedBlockRecords extends AbstractIterator<Tuple2<Object, Object>> implements Closeable {
+  private static final Logger LOG = LoggerFactory.getLogger(MergedBlockRecords.class);
+
+  /** Told when records of the merged block have all gone out. */
+  interface Progress {
+    /** Every record of original block (mapIndex, reduceId) was emitted. */
+    void subBlockRead(int mapIndex, int reduceId);
+
+    /** Every sub-block of merged partition {@code reduceId} was emitted. */
+    void partitionRead(int reduceId);
+  }
+
   private final BlockId blockId;
   private final int shuffleId;
   private final long syntheticMapId;
-  private final InputStream raw;
-  private final DataInputStream in;
+  private final MergedBlockReader reader;
   private final SerializerInstance serializer;
   private final SerializerManager serializerManager;
-  private final long verifyMaxBytes;
-  private final Consumer<MergedBlockFormat.Header> onPartition;
-  private final ArrayDeque<InputStream> subBlocks = new ArrayDeque<>();
-  private final CRC32 crc = new CRC32();
-  private Iterator<Tuple2<Object, Object>> current;
-  /** Sub-blocks are unwrapped as blocks of this id (a plain shuffle block, whatever was fetched). */
-  private ShuffleBlockId partitionId;
-  private boolean streaming;
-  private long bytesRead;
+  private final Progress progress;
+  private MergedBlockFormat.Header partition;
+  private MergedBlockReader.SubBlock subBlock;
+  private Iterator<Tuple2<Object, Object>> records;
+  private long emitted;
+  private int spilled;
   private boolean done;
 
-  MergedBlockRecords(BlockId blockId, int shuffleId, long syntheticMapId, InputStream raw,
-      SerializerInstance serializer, SerializerManager serializerManager, long verifyMaxBytes,
-      Consumer<MergedBlockFormat.Header> onPartition) {
+  MergedBlockRecords(BlockId blockId, int shuffleId, long syntheticMapId, MergedBlockReader reader,
+      SerializerInstance serializer, SerializerManager serializerManager, Progress progress) {
     this.blockId = blockId;
     this.shuffleId = shuffleId;
     this.syntheticMapId = syntheticMapId;
-    this.raw = raw;
-    this.in = new DataInputStream(raw);
+    this.reader = reader;
     this.serializer = serializer;
     this.serializerManager = serializerManager;
-    this.verifyMaxBytes = verifyMaxBytes;
-    this.onPartition = onPartition;
+    this.progress = progress;
   }
 
-  /** Bytes of this merged block read so far (headers and trailers included). */
+  /** Bytes of this merged block read so far (headers included). */
   long bytesRead() {
-    return bytesRead;
+    return reader.bytesRead();
+  }
+
+  /** Sub-blocks too large for memory that were verified through a local file. */
+  int spilledSubBlocks() {
+    return spilled;
   }
 
   @Override
   public boolean hasNext() {
-    try {
-      while (!done) {
-        if (current != null && current.hasNext()) return true;
-        if (!subBlocks.isEmpty()) {
-          current = serializer.deserializeStream(serializerManager.wrapStream(partitionId, subBlocks.poll()))
-              .asKeyValueIterator();
-        } else if (!nextPartition()) {
-          done = true;
-          raw.close(); // releases the fetched buffer
-        }
+    while (!done) {
+      if (records != null) {
+        if (recordsHaveNext()) return true;
+        finishSubBlock();
       }
-      return false;
-    } catch (IOException e) {
-      throw new MergedBlockUnusable(syntheticMapId, "Cannot read merged block " + blockId + ": " + e, e);
+      openNext();
     }
+    return false;
   }
 
   @Override
   public Tuple2<Object, Object> next() {
     if (!hasNext()) throw new java.util.NoSuchElementException();
-    return current.next();
+    Tuple2<Object, Object> record;
+    try {
+      record = records.next();
+    } catch (Exception e) { // Scala iterators throw I/O errors undeclared
+      throw unreadable(e);
+    }
+    emitted++;
+    return record;
   }
 
-  /** Finishes the previous partition and queues the sub-blocks of the next one; false at the end. */
-  private boolean nextPartition() throws IOException {
-    if (streaming) {
-      streaming = false;
-      checkTrailer(true);
+  private boolean recordsHaveNext() {
+    try {
+      return records.hasNext();
+    } catch (Exception e) { // codecs throw IOException undeclared; Kryo wraps it in unchecked ones
+      throw unreadable(e);
     }
-    MergedBlockFormat.Header h = MergedBlockFormat.readHeader(in);
-    if (h == null) return false;
-    partitionId = new ShuffleBlockId(shuffleId, syntheticMapId, h.reduceId());
-    bytesRead += MergedBlockFormat.headerBytes(h.lengths().length) + h.payloadBytes() + MergedBlockFormat.TRAILER_BYTES;
-    crc.reset();
-    if (h.payloadBytes() <= verifyMaxBytes) {
-      byte[] payload = new byte[(int) h.payloadBytes()];
-      in.readFully(payload);
-      crc.update(payload);
-      checkTrailer(false);
-      onPartition.accept(h);
-      int offset = 0;
-      for (long len : h.lengths()) {
-        if (len > 0) subBlocks.add(new ByteArrayInputStream(payload, offset, (int) len));
-        offset += (int) len;
-      }
-    } else {
-      onPartition.accept(h); // records go out before the check: this partition cannot fall back
-      streaming = true;
-      for (long len : h.lengths()) {
-        if (len > 0) subBlocks.add(new BoundedStream(in, len, crc));
-      }
-    }
-    return true;
   }
 
-  private void checkTrailer(boolean afterEmitting) throws IOException {
-    long expected = in.readLong();
-    if (expected == crc.getValue()) return;
-    String message = "Merged block " + blockId + " is corrupt (CRC mismatch)";
-    if (afterEmitting) throw new IllegalStateException(message + " after its records were used; the task fails");
-    throw new IOException(message);
+  /** Verifies and opens the next sub-block, moving on to the next partition when one is done. */
+  private void openNext() {
+    try {
+      if (partition != null) {
+        subBlock = reader.nextSubBlock();
+        if (subBlock != null) {
+          if (subBlock.spilled()) spilled++;
+          emitted = 0;
+          records = deserialize(subBlock.data);
+          return;
+        }
+        progress.partitionRead(partition.reduceId());
+      }
+      partition = reader.nextPartition();
+      if (partition == null) {
+        done = true;
+        reader.close(); // releases the fetched buffer
+      }
+    } catch (IOException e) {
+      throw new MergedBlockUnusable(syntheticMapId, "cannot use merged block " + blockId + ": " + e.getMessage(), e);
+    }
   }
 
-  /** A window of {@code length} bytes of a shared stream; closing it skips what is left, never the parent. */
-  private static final class BoundedStream extends InputStream {
-    private final InputStream parent;
-    private final CRC32 crc;
-    private long left;
-
-    BoundedStream(InputStream parent, long length, CRC32 crc) {
-      this.parent = parent;
-      this.left = length;
-      this.crc = crc;
+  private Iterator<Tuple2<Object, Object>> deserialize(InputStream verified) {
+    ShuffleBlockId id = new ShuffleBlockId(shuffleId, syntheticMapId, subBlock.reduceId);
+    try {
+      return serializer.deserializeStream(serializerManager.wrapStream(id, verified)).asKeyValueIterator();
+    } catch (Exception e) {
+      throw unreadable(e);
     }
+  }
 
-    @Override
-    public int read() throws IOException {
-      if (left <= 0) return -1;
-      int b = parent.read();
-      if (b < 0) throw new IOException("Merged block ended early");
-      left--;
-      crc.update(b);
-      return b;
-    }
+  private void finishSubBlock() {
+    records = null;
+    progress.subBlockRead(subBlock.mapIndex, subBlock.reduceId);
+    release(subBlock);
+    subBlock = null;
+  }
 
-    @Override
-    public int read(byte[] buf, int off, int len) throws IOException {
-      if (left <= 0) return -1;
-      int n = parent.read(buf, off, (int) Math.min(len, left));
-      if (n < 0) throw new IOException("Merged block ended early");
-      left -= n;
-      crc.update(buf, off, n);
-      return n;
-    }
+  /** Releases the fetched buffer and any verified local copy (after a failure, or at task end). */
+  @Override
+  public void close() {
+    done = true;
+    release(subBlock);
+    release(reader);
+  }
 
-    @Override
-    public void close() throws IOException {
-      byte[] skip = new byte[8192];
-      while (left > 0 && read(skip, 0, skip.length) > 0) {
-        // drain the rest of this sub-block into the checksum
-      }
+  private static void release(Closeable c) {
+    if (c == null) return;
+    try {
+      c.close();
+    } catch (IOException e) { // a local copy left behind goes with the executor's directories
+      LOG.warn("Could not release {}: {}", c, e.toString());
     }
+  }
+
+  /** A verified sub-block that does not deserialize: its original is damaged the same way. */
+  private RuntimeException unreadable(Exception e) {
+    String what = "sub-block (map index " + subBlock.mapIndex + ", partition " + subBlock.reduceId + ") of merged block "
+        + blockId + " passed its checksum but cannot be deserialized: " + e;
+    if (emitted == 0) return new MergedBlockUnusable(syntheticMapId, what, e);
+    return new MergedBlockFailed(syntheticMapId, subBlock.mapIndex, subBlock.reduceId, what + " after " + emitted
+        + " of its records were used", e);
   }
 }

@@ -21,6 +21,11 @@ record ReadPlan(boolean riffle, boolean sealed, List<Group> groups) {
   /** One merged output: the synthetic map id it is stored under and the map outputs it contains. */
   record Group(long groupId, long syntheticMapId, List<MergeInput> inputs) {}
 
+  /** This plan without merge {@code syntheticMapId}. */
+  ReadPlan without(long syntheticMapId) {
+    return new ReadPlan(riffle, sealed, groups.stream().filter(g -> g.syntheticMapId() != syntheticMapId).toList());
+  }
+
   static ReadPlan parse(JsonNode reply) {
     List<Group> groups = new ArrayList<>();
     for (JsonNode g : reply.path("groups")) {

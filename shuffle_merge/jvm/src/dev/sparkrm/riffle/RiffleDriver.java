@@ -64,6 +64,14 @@ public final class RiffleDriver {
     router.on("riffle.done", m -> json(Map.of("keep", scheduler.mergeEnded(m.path("groupId").asLong(),
         m.path("status").asText(), m.path("error").asText(null), m, now()))));
     router.on("riffle.plan", m -> json(scheduler.plan(m.path("shuffleId").asInt(), now())));
+    router.on("riffle.revoke", m -> {
+      long groupId = m.path("groupId").asLong();
+      if (scheduler.revoke(groupId, m.path("reason").asText())) {
+        LOG.warn("Riffle: merge group {} of shuffle {} is no longer used: executor {} found it unusable ({})",
+            groupId, m.path("shuffleId").asInt(), m.path("executorId").asText(), m.path("reason").asText());
+      }
+      return json(Map.of("revoked", true));
+    });
     router.on("riffle.read", m -> {
       if (records != null) records.read(m);
       return null;

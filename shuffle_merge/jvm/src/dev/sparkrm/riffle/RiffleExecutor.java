@@ -50,6 +50,7 @@ public final class RiffleExecutor {
   private final Map<List<Long>, CompletableFuture<ReadPlan>> plans = new ConcurrentHashMap<>();
   private final Thread poller;
   private volatile boolean running = true;
+  private long seenRevocations;
 
   private RiffleExecutor(PluginContext ctx, SparkrmConf conf) {
     this.ctx = ctx;
@@ -140,6 +141,28 @@ public final class RiffleExecutor {
     }
   }
 
+  /**
+   * Stops handing out merge {@code syntheticMapId} of {@code shuffleId}, which a reader found
+   * unusable: it leaves this executor's plans at once, and the driver stops publishing it. Other
+   * executors drop their plans when a poll shows that the driver's count of revocations changed.
+   */
+  void revoke(int shuffleId, long syntheticMapId, String reason) {
+    for (Map.Entry<List<Long>, CompletableFuture<ReadPlan>> e : plans.entrySet()) {
+      ReadPlan plan = e.getKey().get(0) == shuffleId ? e.getValue().getNow(null) : null;
+      if (plan != null) e.setValue(CompletableFuture.completedFuture(plan.without(syntheticMapId)));
+    }
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("shuffleId", shuffleId);
+    m.put("groupId", MergedBlockFormat.groupIdOf(syntheticMapId));
+    m.put("executorId", ctx.executorID());
+    m.put("reason", reason);
+    try {
+      ctx.ask(MessageRouter.encode("riffle.revoke", m));
+    } catch (Exception e) { // PluginContext.ask declares Exception; readers still verify every block they use
+      LOG.warn("Could not tell the driver that Riffle merge group {} is unusable: {}", m.get("groupId"), e.toString());
+    }
+  }
+
   /** Reports one reduce task's reads (fire and forget). */
   void reportRead(Map<String, Object> stats) {
     try {
@@ -178,6 +201,11 @@ public final class RiffleExecutor {
         q.put("peakBufferBytes", merger.peakBufferBytes());
         JsonNode reply = JSON.readTree((String) ctx.ask(MessageRouter.encode("riffle.poll", q)));
         active = reply.path("active").asBoolean();
+        long revocations = reply.path("revocations").asLong();
+        if (revocations != seenRevocations) {
+          seenRevocations = revocations;
+          plans.clear(); // a merge was revoked somewhere: readers ask the driver again
+        }
         for (JsonNode m : reply.path("merges")) merger.submit(assignment(m), this::report);
         for (JsonNode g : reply.path("cancel")) merger.cancel(g.asLong());
       } catch (InterruptedException e) {

@@ -72,7 +72,7 @@ final class RiffleRecords implements RiffleEvents {
     for (String f : new String[] {"shuffleId", "stageId", "stageAttempt", "taskId", "startPartition",
         "endPartition", "startMapIndex", "endMapIndex", "mergedBlocks", "originalBlocks", "mergedBytes",
         "coveredBlocks", "expectedBlocks", "vanillaReads", "groupsUsed", "groupsRejected", "fallbacks",
-        "planWaitMs"}) {
+        "badMergedBlocks", "spilledSubBlocks", "planWaitMs"}) {
       s.field(f, "int", n -> n.path(f).asLong());
     }
     return s;

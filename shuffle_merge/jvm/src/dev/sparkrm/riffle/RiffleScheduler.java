@@ -34,6 +34,7 @@ public final class RiffleScheduler {
   private final Map<String, ArrayDeque<Group>> toDeliver = new HashMap<>();
   private final Map<String, List<Long>> toCancel = new HashMap<>();
   private long nextGroupId = 1;
+  private long revocations;
 
   /** A merge and what became of it. */
   static final class Group {
@@ -43,7 +44,7 @@ public final class RiffleScheduler {
     final String executorId;
     final List<Output> inputs;
     final long issuedAt;
-    String status = "queued"; // queued, running, committed, failed, cancelled
+    String status = "queued"; // queued, running, committed, failed, cancelled; revoked after committed
     String reason;
     long endedAt = -1;
     JsonNode report;
@@ -189,6 +190,7 @@ public final class RiffleScheduler {
     reply.put("merges", merges);
     List<Long> cancel = toCancel.remove(executorId);
     reply.put("cancel", cancel == null ? List.of() : cancel);
+    reply.put("revocations", revocations);
     return reply;
   }
 
@@ -227,6 +229,20 @@ public final class RiffleScheduler {
     }
     reply.put("groups", published);
     return reply;
+  }
+
+  /**
+   * A reader found committed merge {@code groupId} unusable (corrupt, truncated or lost): it is no
+   * longer published, and executors are told to drop their plans. Returns false for an unknown or
+   * unpublished group.
+   */
+  public synchronized boolean revoke(long groupId, String reason) {
+    Group g = groups.get(groupId);
+    if (g == null || !g.status.equals("committed")) return false;
+    g.status = "revoked";
+    g.reason = reason;
+    revocations++;
+    return true;
   }
 
   private void issue(ShuffleState s, String executorId, List<Output> inputs, long nowMs) {

@@ -64,7 +64,8 @@ final class RiffleShuffleReader<K, C> implements ShuffleReader<K, C> {
         SparkCompat.mapStatuses(tracker, shuffleId), startMapIndex, endMapIndex, batchFetch);
     ShuffleRecordIterator[] self = new ShuffleRecordIterator[1];
     ShuffleRecordIterator records = new ShuffleRecordIterator(shuffleId, plan, context, metrics,
-        dep.serializer().newInstance(), env.serializerManager(), batchFetch, agent.verifyMaxBytes(), () -> {
+        dep.serializer().newInstance(), env.serializerManager(), batchFetch, agent.verifyMaxBytes(),
+        (syntheticMapId, reason) -> agent.revoke(shuffleId, syntheticMapId, reason), () -> {
           context.taskMetrics().mergeShuffleReadMetrics();
           agent.reportRead(stats(self[0], plan, shuffleId, planWaitMs));
         });

@@ -8,16 +8,21 @@ import java.util.List;
 import java.util.Map;
 import java.util.NoSuchElementException;
 import java.util.Set;
+import org.apache.spark.FetchFailed;
+import org.apache.spark.SparkEnv;
 import org.apache.spark.TaskContext;
 import org.apache.spark.serializer.SerializerInstance;
 import org.apache.spark.serializer.SerializerManager;
 import org.apache.spark.shuffle.FetchFailedException;
 import org.apache.spark.shuffle.ShuffleReadMetricsReporter;
 import org.apache.spark.storage.BlockId;
+import org.apache.spark.storage.BlockManagerId;
 import org.apache.spark.storage.ShuffleBlockBatchId;
 import org.apache.spark.storage.ShuffleBlockFetcherIterator;
 import org.apache.spark.storage.ShuffleBlockId;
-import org.apache.spark.FetchFailed;
+import org.apache.spark.util.TaskCompletionListener;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import scala.Function2;
 import scala.Tuple2;
 import scala.collection.AbstractIterator;
@@ -27,9 +32,10 @@ import scala.collection.Iterator;
  * All key-value records of one reduce task's shuffle read, from merged and original blocks.
  *
  * <p>It drives Spark's own {@code ShuffleBlockFetcherIterator} over a {@link FetchPlan}. When a merged
- * block cannot be fetched (lost file, dead executor) or read (corrupt), it abandons that fetcher,
- * clears the task's fetch-failure mark, and continues with a new fetcher over what is left, reading
- * the failed merge's original blocks instead: no stage retry, no map recomputation.
+ * block cannot be fetched (lost file, dead executor) or fails verification (corrupt, truncated), it
+ * abandons that fetcher, clears the task's fetch-failure mark, and continues with a new fetcher
+ * over what is left, reading the original blocks of that merge that were not read yet: no stage
+ * retry, no map recomputation. The merge is reported so that later readers skip it.
  *
  * <p>A fetch failure of an original block from an executor we also fetch merged blocks from is
  * first blamed on those merged blocks: a missing merged file makes the serving executor close the
@@ -37,10 +43,19 @@ import scala.collection.Iterator;
  * replaced and the originals fetched again; only a second failure, with no merged block left to
  * blame, takes Spark's standard path (FetchFailed, recomputation of the lost map output).
  *
- * <p>It also checks that every (map output, partition) of Spark's block list was read exactly once;
- * a violation is a bug and fails the task rather than return wrong results.
+ * <p>Accounting is per (map output, partition): an original block counts when it is opened (Spark
+ * fails the task if it breaks later), a merged sub-block only once its last record was emitted.
+ * At the end every pair of Spark's block list must have been read exactly once; a violation is a
+ * bug and fails the task rather than return wrong results.
  */
 final class ShuffleRecordIterator extends AbstractIterator<Tuple2<Object, Object>> {
+  private static final Logger LOG = LoggerFactory.getLogger(ShuffleRecordIterator.class);
+
+  /** Told about a merged output a reader found unusable. */
+  interface BadMerges {
+    void report(long syntheticMapId, String reason);
+  }
+
   private final int shuffleId;
   private final TaskContext context;
   private final ShuffleReadMetricsReporter metrics;
@@ -49,12 +64,16 @@ final class ShuffleRecordIterator extends AbstractIterator<Tuple2<Object, Object
   /** Spark's batch fetch, until a fallback: then blocks are fetched one by one (see {@link #fallback}). */
   private boolean batchFetch;
   private final long verifyMaxBytes;
+  private final BadMerges badMergeReports;
   private final Runnable onComplete;
 
   private FetchPlan plan;
   private ShuffleBlockFetcherIterator fetcher;
   private Iterator<Tuple2<Object, Object>> current;
+  private MergedBlockRecords currentMerged;
+  /** Original blocks opened and merged partitions read to their end, by (map id, reduce id). */
   private final Set<FetchPlan.Piece> consumed = new HashSet<>();
+  /** (map index, reduce id) pairs read so far, from either kind of block. */
   private final Set<List<Integer>> covered = new HashSet<>();
   private final Set<Long> badMerges = new HashSet<>();
   private boolean finished;
@@ -62,7 +81,7 @@ final class ShuffleRecordIterator extends AbstractIterator<Tuple2<Object, Object
 
   ShuffleRecordIterator(int shuffleId, FetchPlan plan, TaskContext context, ShuffleReadMetricsReporter metrics,
       SerializerInstance serializer, SerializerManager serializerManager, boolean batchFetch, long verifyMaxBytes,
-      Runnable onComplete) {
+      BadMerges badMergeReports, Runnable onComplete) {
     this.shuffleId = shuffleId;
     this.plan = plan;
     this.context = context;
@@ -71,10 +90,13 @@ final class ShuffleRecordIterator extends AbstractIterator<Tuple2<Object, Object
     this.serializerManager = serializerManager;
     this.batchFetch = batchFetch;
     this.verifyMaxBytes = verifyMaxBytes;
+    this.badMergeReports = badMergeReports;
     this.onComplete = onComplete;
-    for (String k : new String[] {"mergedBlocks", "originalBlocks", "mergedBytes", "coveredBlocks", "fallbacks"}) {
+    for (String k : new String[] {"mergedBlocks", "originalBlocks", "mergedBytes", "coveredBlocks", "fallbacks",
+        "badMergedBlocks", "spilledSubBlocks"}) {
       stats.put(k, 0L);
     }
+    context.addTaskCompletionListener((TaskCompletionListener) ctx -> closeMerged());
     this.fetcher = newFetcher();
   }
 
@@ -84,8 +106,10 @@ final class ShuffleRecordIterator extends AbstractIterator<Tuple2<Object, Object
       try {
         if (current != null && current.hasNext()) return true;
       } catch (MergedBlockUnusable e) {
-        fallback(Set.of(e.syntheticMapId), false);
+        unusable(e);
         continue;
+      } catch (MergedBlockFailed e) {
+        throw failed(e);
       }
       if (!nextBlock()) finish();
     }
@@ -94,13 +118,23 @@ final class ShuffleRecordIterator extends AbstractIterator<Tuple2<Object, Object
 
   @Override
   public Tuple2<Object, Object> next() {
-    if (!hasNext()) throw new NoSuchElementException();
-    metrics.incRecordsRead(1);
-    return current.next();
+    while (true) {
+      if (!hasNext()) throw new NoSuchElementException();
+      try {
+        Tuple2<Object, Object> record = current.next();
+        metrics.incRecordsRead(1);
+        return record;
+      } catch (MergedBlockUnusable e) {
+        unusable(e);
+      } catch (MergedBlockFailed e) {
+        throw failed(e);
+      }
+    }
   }
 
   /** Opens the next fetched block; false when there is none. */
   private boolean nextBlock() {
+    closeMerged();
     while (fetcher.hasNext()) {
       Tuple2<BlockId, InputStream> block;
       try {
@@ -108,16 +142,19 @@ final class ShuffleRecordIterator extends AbstractIterator<Tuple2<Object, Object
       } catch (Exception e) { // Scala throws FetchFailedException without declaring it
         Set<Long> suspects = suspectMerges(e);
         if (suspects.isEmpty()) throw SparkCompat.rethrow(e);
+        for (long syn : suspects) reportBad(syn, "a fetch from its executor failed (" + e.getMessage() + ")");
         fallback(suspects, true);
         continue;
       }
       BlockId id = block._1();
       long mapId = mapIdOf(id);
       if (MergedBlockFormat.isSynthetic(mapId)) {
-        MergedBlockRecords records = new MergedBlockRecords(id, shuffleId, mapId, block._2(), serializer,
-            serializerManager, verifyMaxBytes, h -> usedPartition(mapId, h));
+        MergedBlockReader reader = new MergedBlockReader(block._2(), plan.inputsOf(mapId), plan.mergedReduceIds(id),
+            verifyMaxBytes, ShuffleRecordIterator::spillFile);
+        currentMerged = new MergedBlockRecords(id, shuffleId, mapId, reader, serializer, serializerManager,
+            new Progress(mapId));
         add("mergedBlocks", 1);
-        current = new CountingIterator(records);
+        current = currentMerged;
       } else {
         for (int r : reduceIds(id)) { // a batch may span empty partitions, which Spark never lists
           consumed.add(new FetchPlan.Piece(mapId, r));
@@ -131,14 +168,23 @@ final class ShuffleRecordIterator extends AbstractIterator<Tuple2<Object, Object
     return false;
   }
 
-  /** A merged partition passed its checks: its sub-blocks now count as read. */
-  private void usedPartition(long syntheticMapId, MergedBlockFormat.Header h) {
-    consumed.add(new FetchPlan.Piece(syntheticMapId, h.reduceId()));
-    for (int i = 0; i < h.mapIndexes().length; i++) {
-      if (h.lengths()[i] > 0) {
-        cover(h.mapIndexes()[i], h.reduceId());
-        add("coveredBlocks", 1);
-      }
+  /** Counts what a merged block emitted, as it goes out. */
+  private final class Progress implements MergedBlockRecords.Progress {
+    private final long syntheticMapId;
+
+    Progress(long syntheticMapId) {
+      this.syntheticMapId = syntheticMapId;
+    }
+
+    @Override
+    public void subBlockRead(int mapIndex, int reduceId) {
+      cover(mapIndex, reduceId);
+      add("coveredBlocks", 1);
+    }
+
+    @Override
+    public void partitionRead(int reduceId) {
+      consumed.add(new FetchPlan.Piece(syntheticMapId, reduceId));
     }
   }
 
@@ -147,6 +193,38 @@ final class ShuffleRecordIterator extends AbstractIterator<Tuple2<Object, Object
       throw new IllegalStateException("Riffle read map output " + mapIndex + " of partition " + reduceId
           + " of shuffle " + shuffleId + " twice");
     }
+  }
+
+  /** A merged block failed verification before its records were used: read the rest from the originals. */
+  private void unusable(MergedBlockUnusable e) {
+    add("badMergedBlocks", 1);
+    reportBad(e.syntheticMapId, e.getMessage());
+    fallback(Set.of(e.syntheticMapId), false);
+  }
+
+  /**
+   * A merged sub-block failed after some of its records were used. Its bytes passed the checksum, so
+   * the map output it came from is damaged as well: fail the task as Spark does for a damaged
+   * original block (a fetch failure of that block), after telling the driver not to hand out this
+   * merge again.
+   */
+  private RuntimeException failed(MergedBlockFailed e) {
+    add("badMergedBlocks", 1);
+    reportBad(e.syntheticMapId, e.getMessage());
+    closeMerged();
+    BlockManagerId location = plan.locationOf(e.syntheticMapId);
+    ShuffleBlockId original = plan.original(e.syntheticMapId, e.mapIndex, e.reduceId);
+    return SparkCompat.rethrow(new FetchFailedException(location, shuffleId, original.mapId(), e.mapIndex,
+        e.reduceId, e.getMessage(), e));
+  }
+
+  /** Logs and reports a merged output this read stops using. */
+  private void reportBad(long syntheticMapId, String reason) {
+    BlockManagerId location = plan.locationOf(syntheticMapId);
+    LOG.warn("Riffle: shuffle {}, merge group {} (written on executor {}) is unusable on executor {}: {}; reading "
+        + "its original blocks instead", shuffleId, MergedBlockFormat.groupIdOf(syntheticMapId),
+        location == null ? "?" : location.executorId(), SparkEnv.get().executorId(), reason);
+    badMergeReports.report(syntheticMapId, reason);
   }
 
   /**
@@ -159,12 +237,21 @@ final class ShuffleRecordIterator extends AbstractIterator<Tuple2<Object, Object
   private void fallback(Set<Long> syntheticMapIds, boolean fromFetchFailure) {
     badMerges.addAll(syntheticMapIds);
     add("fallbacks", syntheticMapIds.size());
+    closeMerged();
     SparkCompat.discardFetcher(fetcher);
     if (fromFetchFailure) SparkCompat.clearFetchFailure(context);
-    plan = plan.without(badMerges, consumed);
+    plan = plan.without(badMerges, consumed, covered);
     current = null;
     batchFetch = false;
     fetcher = newFetcher();
+  }
+
+  private void closeMerged() {
+    if (currentMerged == null) return;
+    add("mergedBytes", currentMerged.bytesRead());
+    add("spilledSubBlocks", currentMerged.spilledSubBlocks());
+    currentMerged.close();
+    currentMerged = null;
   }
 
   private void finish() {
@@ -201,6 +288,11 @@ final class ShuffleRecordIterator extends AbstractIterator<Tuple2<Object, Object
     return suspects;
   }
 
+  /** A task-scoped file in the executor's local directories, for verifying a large sub-block. */
+  private static java.io.File spillFile() {
+    return SparkEnv.get().blockManager().diskBlockManager().createTempLocalBlock()._2();
+  }
+
   private static long mapIdOf(BlockId id) {
     if (id instanceof ShuffleBlockId) return ((ShuffleBlockId) id).mapId();
     if (id instanceof ShuffleBlockBatchId) return ((ShuffleBlockBatchId) id).mapId();
@@ -213,30 +305,5 @@ final class ShuffleRecordIterator extends AbstractIterator<Tuple2<Object, Object
     int[] ids = new int[b.endReduceId() - b.startReduceId()];
     for (int i = 0; i < ids.length; i++) ids[i] = b.startReduceId() + i;
     return ids;
-  }
-
-  /** Adds a merged block's bytes to the statistics once it is fully read. */
-  private final class CountingIterator extends AbstractIterator<Tuple2<Object, Object>> {
-    private final MergedBlockRecords records;
-    private boolean counted;
-
-    CountingIterator(MergedBlockRecords records) {
-      this.records = records;
-    }
-
-    @Override
-    public boolean hasNext() {
-      boolean more = records.hasNext();
-      if (!more && !counted) {
-        counted = true;
-        add("mergedBytes", records.bytesRead());
-      }
-      return more;
-    }
-
-    @Override
-    public Tuple2<Object, Object> next() {
-      return records.next();
-    }
   }
 }

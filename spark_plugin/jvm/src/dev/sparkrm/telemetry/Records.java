@@ -3,6 +3,7 @@ package dev.sparkrm.telemetry;
 import java.util.Arrays;
 import java.util.List;
 import org.apache.spark.ExceptionFailure;
+import org.apache.spark.FetchFailed;
 import org.apache.spark.TaskFailedReason;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.apache.spark.scheduler.StageInfo;
@@ -109,10 +110,16 @@ final class Records {
   /**
    * Why a task failed: for an exception its class and message (for a Python worker that message
    * is the traceback, which ends with the Python exception), else Spark's description. Long texts
-   * keep their last {@value #MAX_REASON} characters, where the cause is.
+   * keep their last {@value #MAX_REASON} characters, where the cause is. A fetch failure is named
+   * with the block and the first line of its message (its full text is mostly a stack trace).
    */
   private static String failureReason(SparkListenerTaskEnd e) {
     if (!(e.reason() instanceof TaskFailedReason)) return null;
+    if (e.reason() instanceof FetchFailed f) {
+      String message = f.message() == null ? "" : f.message().strip().lines().findFirst().orElse("");
+      return "FetchFailed(" + f.bmAddress() + ", shuffle " + f.shuffleId() + ", map index " + f.mapIndex()
+          + ", partition " + f.reduceId() + "): " + message;
+    }
     String text = e.reason() instanceof ExceptionFailure
         ? ((ExceptionFailure) e.reason()).className() + ": " + ((ExceptionFailure) e.reason()).description()
         : ((TaskFailedReason) e.reason()).toErrorString();
