@@ -1,23 +1,27 @@
 """Pad/slice planning for packed members with different batch sizes (Repack spec 3.2).
 
 Every member of a pack reads from **one** shared batch per step. Member ``i``
-takes a contiguous run of ``b_i`` rows of that batch (a *slice*); the batch is
-padded to a fixed size so that the fused step keeps a static shape. The planner
-decides which examples go into the shared batch and which rows each member
-takes, while tracking every member's data consumption separately, so that
+takes a contiguous run of at most ``b_i`` rows of that batch (a *slice*), and
+its training step sees exactly those rows. The planner decides which examples
+go into the shared batch and which rows each member takes, while tracking every
+member's data consumption separately, so that
 
 * every member sees every example exactly once per epoch, and
 * member ``i`` takes ``ceil(N / b_i)`` steps per epoch, all full except its last.
 
-The rule generalises Repack's scheme (thesis L364-L373): members are served in
-descending batch size; a member takes the prefix of an existing segment of the
-shared batch when all of those rows are still unused by it (extending the
-segment at the tail with its own unused examples when it is short), and opens a
-new segment from its own unused data otherwise. With members that start an epoch
-together the unused sets stay nested, so they all share one segment and the
-batch is ``max(b_i)`` rows: the thesis's three passes (100, 50, 80 on 10,000
-examples give 100, 200 and 125 steps). Members at different points of their
-epochs (after a hot load, say) fall into separate segments of the same batch.
+By default each member's batches are the consecutive runs of the epoch's order
+that ``model.fit`` would give it (rows ``k*b_i .. (k+1)*b_i`` at its step
+``k``); members whose next runs coincide share those rows, the others get
+segments of their own in the shared batch. With ``share_rows=True`` the planner
+follows Repack's scheme instead (thesis L364-L373), generalised: members are
+served in descending batch size; a member takes the prefix of an existing
+segment of the shared batch when all of those rows are still unused by it
+(extending the segment at the tail with its own unused examples when it is
+short), and opens a new segment from its own unused data otherwise. With members
+that start an epoch together the unused sets stay nested, so they all share one
+segment and the batch is ``max(b_i)`` rows: the thesis's three passes (100, 50,
+80 on 10,000 examples give 100, 200 and 125 steps). Each member still sees every
+example once per epoch, but not in ``model.fit``'s consecutive batches.
 
 This module is pure Python and NumPy: it imports no TensorFlow.
 """
@@ -29,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["BatchPlanner", "StepPlan", "Take", "padded_size", "steps_per_epoch"]
+__all__ = ["BatchPlanner", "StepPlan", "Take", "steps_per_epoch"]
 
 
 def steps_per_epoch(n_examples: int, batch_size: int) -> int:
@@ -102,6 +106,10 @@ class BatchPlanner:
     record : bool, default=False
         Keep the index batches each member trained on in ``history_`` (for
         replaying a member alone, as the isolation tests do).
+    share_rows : bool, default=False
+        Repack's row sharing: shared batches of ``max(b_i)`` rows for members
+        that start together, at the price of batches that are not consecutive
+        runs of the epoch order.
 
     Attributes
     ----------
@@ -110,14 +118,15 @@ class BatchPlanner:
 
     Examples
     --------
-    >>> planner = BatchPlanner(10_000)
+    >>> planner = BatchPlanner(10_000, share_rows=True)
     >>> for name, b in [("m1", 100), ("m2", 50), ("m3", 80)]:
     ...     planner.add(name, b)
     >>> planner.run_to_end()
     {'m1': 100, 'm2': 200, 'm3': 125}
     """
 
-    def __init__(self, n_examples: int, *, shuffle: bool = False, seed: int = 0, record: bool = False):
+    def __init__(self, n_examples: int, *, shuffle: bool = False, seed: int = 0, record: bool = False,
+                 share_rows: bool = False):
         if not isinstance(n_examples, (int, np.integer)) or n_examples < 1:
             raise ValueError(f"n_examples must be an integer >= 1. Got {n_examples!r}. "
                              "Pass the number of rows of the training data.")
@@ -125,6 +134,7 @@ class BatchPlanner:
         self.shuffle = shuffle
         self.seed = seed
         self.record = record
+        self.share_rows = share_rows
         self.history_: dict = {}
         self._cursors: dict = {}
 
@@ -179,7 +189,8 @@ class BatchPlanner:
         takes = {}
         for name, cur in sorted(self._cursors.items(), key=lambda kv: -kv[1].batch_size):
             want = min(cur.batch_size, cur.remaining)
-            takes[name] = self._place(cur, want, batch, segments)
+            place = self._place if self.share_rows else self._place_consecutive
+            takes[name] = place(cur, want, batch, segments)
         indices = np.asarray(batch, dtype=np.int64)
         epoch_ends, finished = [], []
         for name, take in takes.items():
@@ -200,6 +211,18 @@ class BatchPlanner:
         for name in finished:
             del self._cursors[name]
         return StepPlan(indices, takes, tuple(epoch_ends), tuple(finished))
+
+    @staticmethod
+    def _place_consecutive(cur: _Cursor, want: int, batch: list, segments: list) -> Take:
+        """The member's next ``want`` rows of the epoch order: shared where a segment holds exactly them."""
+        rows = [int(i) for i in cur.unused(want)]
+        for start, end in segments:
+            if batch[start:start + want] == rows:
+                return Take(start, want)
+        start = len(batch)
+        batch.extend(rows)
+        segments.append([start, len(batch)])
+        return Take(start, want)
 
     @staticmethod
     def _place(cur: _Cursor, want: int, batch: list, segments: list) -> Take:
@@ -233,14 +256,3 @@ class BatchPlanner:
                 steps[name] = steps.get(name, 0) + 1
         return steps
 
-
-def padded_size(plan: StepPlan, batch_sizes: dict) -> int:
-    """Rows of the padded shared batch: ``max(b_i)`` when every slice fits in it, else ``sum(b_i)``.
-
-    Each member slices a static ``b_i`` rows starting at its offset, so the batch
-    must reach ``offset_i + b_i`` for every member. Two sizes at most per
-    membership keep the fused step to two traces.
-    """
-    need = max(take.offset + batch_sizes[name] for name, take in plan.takes.items())
-    largest = max(batch_sizes.values())
-    return largest if need <= largest else sum(batch_sizes.values())

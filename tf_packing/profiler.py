@@ -30,7 +30,6 @@ __all__ = ["PackProfile", "impv", "peak_memory", "profile", "switching_overhead"
 log = logging.getLogger(__name__)
 
 _FOREVER = 10**6  # epochs: members must not finish while being timed
-_FUSE_OF = {"packed": "never", "fused": "always", "auto": "auto"}
 
 
 def impv(t_seq: float, t_pack: float) -> float:
@@ -63,7 +62,7 @@ class PackProfile:
     t_models : list of float
         ``T_s(Model i)`` for each model.
     t_pack : dict of str to float
-        ``T_s(Pack)`` per packing variant (``"packed"``, ``"fused"``).
+        ``T_s(Pack)`` of the pack (key ``"packed"``).
     raw : dict
         Every repeat's step times, for the record.
     peak_bytes : dict
@@ -105,7 +104,7 @@ class PackProfile:
 def _timed_steps(pack: PackedModel, x, y, steps: int) -> list:
     """Step times of ``steps`` more steps of ``pack`` (its first step ever is dropped by the caller)."""
     before = len(pack.step_times_)
-    pack.fit(x, y, max_steps=steps)
+    pack.fit(x, y, max_steps=steps, shuffle=False, verbose=0)
     return pack.step_times_[before:]
 
 
@@ -114,7 +113,7 @@ def _median_step(times: list) -> float:
 
 
 def profile(build_fn, n_models: int, x, y, *, batch_sizes=32, steps: int = 20, repeats: int = 5,
-            variants=("packed", "fused"), preprocess=None, keras_baseline: bool = False) -> PackProfile:
+            preprocess=None, keras_baseline: bool = False) -> PackProfile:
     """Measure ``T_s(Model i)``, ``T_s(Pack)`` per variant, and peak GPU memory.
 
     Parameters
@@ -130,11 +129,6 @@ def profile(build_fn, n_models: int, x, y, *, batch_sizes=32, steps: int = 20, r
         Timed steps per run (after one dropped warm-up step).
     repeats : int, default=5
         Runs per figure (the thesis averages 5); the median is reported.
-    variants : tuple of str, default=("packed", "fused")
-        ``"packed"`` runs separate member forward passes (``fuse="never"``);
-        ``"fused"`` fuses whatever can be (``fuse="always"``: whole Dense stacks,
-        else a shared first layer; skipped when nothing can be fused);
-        ``"auto"`` is the pack's default choice.
     preprocess : callable, optional
         Shared preprocessing, run once per step in a pack and once per model
         step when sequential.
@@ -152,13 +146,8 @@ def profile(build_fn, n_models: int, x, y, *, batch_sizes=32, steps: int = 20, r
         raise ValueError(f"batch_sizes has {len(sizes)} entries for n_models={n_models}. Pass one per model.")
     alone = [PackedModel([Member(f"m{i}", build_fn(i), sizes[i], _FOREVER)], preprocess=preprocess)
              for i in range(n_models)]
-    packs = {}
-    for variant in variants:
-        fuse = _FUSE_OF[variant]
-        members = [Member(f"m{i}", build_fn(i), sizes[i], _FOREVER) for i in range(n_models)]
-        if variant == "fused" and (n_models < 2 or len(set(sizes)) > 1 or not _fusable(members)):
-            continue
-        packs[variant] = PackedModel(members, preprocess=preprocess, fuse=fuse)
+    packs = {"packed": PackedModel([Member(f"m{i}", build_fn(i), sizes[i], _FOREVER) for i in range(n_models)],
+                                   preprocess=preprocess)}
     peaks = {"models": [peak_memory(lambda p=p: _timed_steps(p, x, y, 1)) for p in alone]}
     for name, pack in packs.items():
         peaks[name] = peak_memory(lambda p=pack: _timed_steps(p, x, y, 1))  # also the dropped warm-up step
@@ -195,13 +184,6 @@ def _keras_step(model, x, y, batch_size: int, steps: int) -> float:
     return (time.perf_counter() - start) / steps
 
 
-def _fusable(members) -> bool:
-    from .fused import can_fuse, can_fuse_first
-
-    models = [m.model for m in members]
-    return can_fuse(models) or can_fuse_first(models)
-
-
 def switching_overhead(build_fn, n_models: int, x, y, *, batch_size: int = 32) -> dict:
     """``SwOH(n) = T_e(Seq) - sum_i T_e(Model i)`` for one epoch of each model.
 
@@ -218,17 +200,17 @@ def switching_overhead(build_fn, n_models: int, x, y, *, batch_size: int = 32) -
     t_models = []
     for i in range(n_models):
         pack = PackedModel([Member(f"m{i}", build_fn(i), batch_size, 2)])
-        pack.fit(x, y, max_steps=steps_per_epoch(len(x), batch_size))  # warm-up epoch, tracing included
+        pack.fit(x, y, max_steps=steps_per_epoch(len(x), batch_size), verbose=0)  # warm-up epoch, tracing included
         start = time.perf_counter()
-        pack.fit(x, y)
+        pack.fit(x, y, verbose=0)
         t_models.append(time.perf_counter() - start)
     # the sequential run: fresh models, first traced too (as the alone runs were), then queued
     queue = [Member(f"q{i}", build_fn(i), batch_size, 1) for i in range(n_models)]
     first = PackedModel([Member("warm", build_fn(0), batch_size, 1)])
-    first.fit(x, y, max_steps=1)
+    first.fit(x, y, max_steps=1, verbose=0)
     first.free("warm")
     start = time.perf_counter()
-    first.fit(x, y, queue=queue)
+    first.fit(x, y, queue=queue, verbose=0)
     t_seq = time.perf_counter() - start
     swoh = t_seq - sum(t_models)
     return {"t_e_seq": t_seq, "t_e_models": t_models, "swoh": swoh, "swoh_share": swoh / t_seq}

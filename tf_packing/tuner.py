@@ -7,12 +7,16 @@ rung, splits its trials into memory-feasible groups with
 member on the validation data separately, and reports the scores back. The
 oracle decides; this module only translates.
 
-When a group runs out of device memory (``tf.errors.ResourceExhaustedError``)
-it is split in two and each half is retried from the rung's checkpoints.
+A pack's models are built only when that pack runs and dropped when it ends
+(their state lives on as host checkpoints), so ``memory_capacity`` bounds the
+models alive at once. When a group runs out of device memory
+(``tf.errors.ResourceExhaustedError``) it is split in two and each half is
+retried from the rung's checkpoints.
 """
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 
@@ -40,7 +44,9 @@ class Tuner:
     ----------
     build_fn : callable
         ``build_fn(config) -> keras.Model``: a built, compiled model for one
-        configuration (a dict with one value per hyper-parameter).
+        configuration (a dict with one value per hyper-parameter), compiled
+        with the metric the objective names (``metrics=["accuracy"]`` for
+        ``"val_accuracy"``).
     search_space : dict of str to list
         Values of each hyper-parameter, numeric lists in ascending order.
     max_epochs : int, default=81
@@ -65,8 +71,6 @@ class Tuner:
     early_kill : KillRule, optional
         HyperDrive-style kill: members evaluated every epoch and freed when the
         rule fires. Default: off (members are evaluated at rung ends only).
-    fuse : {"auto", "always", "never"}, default="auto"
-        Passed to every pack.
     seed : int, default=0
         Seed of sampling, packing, data order and each trial's initial weights.
     progress : bool, default=True
@@ -96,8 +100,8 @@ class Tuner:
 
     def __init__(self, build_fn, search_space: dict, *, max_epochs: int = 81, factor: int = 3, packing="knn",
                  objective="val_accuracy", memory_capacity=None, distance_threshold=None, group_size=4,
-                 max_group=8, batch_size_key="batch_size", default_batch_size=32, early_kill=None, fuse="auto",
-                 seed=0, progress=True):
+                 max_group=8, batch_size_key="batch_size", default_batch_size=32, early_kill=None, seed=0,
+                 progress=True):
         self.build_fn = build_fn
         self.search_space = search_space
         self.max_epochs = max_epochs
@@ -111,7 +115,6 @@ class Tuner:
         self.batch_size_key = batch_size_key
         self.default_batch_size = default_batch_size
         self.early_kill = early_kill
-        self.fuse = fuse
         self.seed = seed
         self.progress = progress
 
@@ -132,7 +135,7 @@ class Tuner:
         self._metric = metric
         self.oracle_ = HyperbandOracle(self.search_space, max_epochs=self.max_epochs, factor=self.factor,
                                        mode=mode, seed=self.seed)
-        self.groups_, self.oom_splits_, self._ckpts, self._curves = [], 0, {}, {}
+        self.groups_, self.oom_splits_, self._ckpts, self._curves, self._bytes = [], 0, {}, {}, {}
         self._data, self._val = (x, y), validation_data
         start = time.perf_counter()
         bar = tqdm(total=self._planned_trial_epochs(), unit="trial-epoch", disable=not self.progress,
@@ -177,10 +180,17 @@ class Tuner:
             raise ValueError(f"build_fn returned an unbuilt model for {trial.config}. Start it with keras.Input.")
         return model
 
+    def _model_bytes(self, trial) -> int:
+        """Estimated device bytes of ``trial``'s model: built once per configuration, then dropped."""
+        key = repr(sorted(trial.config.items()))
+        if key not in self._bytes:
+            self._bytes[key] = model_bytes(self._build(trial), self._batch_size(trial))
+            gc.collect()  # Keras models hold reference cycles: free this one's variables now
+        return self._bytes[key]
+
     def _run_rung(self, rung, rung_no, bar):
         trials = rung.trials
-        models = {t.trial_id: self._build(t) for t in trials}
-        memory = [model_bytes(models[t.trial_id], self._batch_size(t)) for t in trials]
+        memory = [self._model_bytes(t) for t in trials]
         groups = pack_opt([t.config for t in trials], self.search_space, memory, strategy=self.packing,
                           capacity=self.memory_capacity, threshold=self.distance_threshold,
                           group_size=self.group_size, max_group=self.max_group, key=self.batch_size_key,
@@ -189,13 +199,13 @@ class Tuner:
                              "sizes": sorted((len(g) for g in groups), reverse=True)})
         scores, killed = {}, set()
         for group in groups:
-            self._train_group([trials[i] for i in group], rung.epochs, models, scores, killed, bar)
+            self._train_group([trials[i] for i in group], rung.epochs, scores, killed, bar)
         return scores, killed
 
-    def _train_group(self, trials, epochs, models, scores, killed, bar):
+    def _train_group(self, trials, epochs, scores, killed, bar):
         """Train ``trials`` as one pack to ``epochs``; on OOM, split and retry each half."""
         try:
-            self._fit_pack(trials, epochs, models, scores, killed)
+            self._fit_pack(trials, epochs, scores, killed)
         except tf.errors.ResourceExhaustedError as e:
             halves = split_group(list(range(len(trials))))  # raises for a single trial
             self.oom_splits_ += 1
@@ -205,42 +215,50 @@ class Tuner:
             for trial in trials:
                 scores.pop(trial.trial_id, None)
                 killed.discard(trial.trial_id)
-                models[trial.trial_id] = self._build(trial)  # fresh state: reload from the checkpoint
             for half in halves:
-                self._train_group([trials[i] for i in half], epochs, models, scores, killed, bar)
+                self._train_group([trials[i] for i in half], epochs, scores, killed, bar)
             return
         bar.update(sum(epochs - t.epochs_done for t in trials))
 
-    def _fit_pack(self, trials, epochs, models, scores, killed):
+    def _fit_pack(self, trials, epochs, scores, killed):
+        """Build the group's models, train them as one pack, keep their checkpoints, drop the models."""
         (x, y), (xv, yv) = self._data, self._val
-        pack = PackedModel([], fuse=self.fuse)
+        pack = PackedModel([])
         by_name = {}
         for trial in trials:
             name = f"t{trial.trial_id}"
             by_name[name] = trial
             self._curves.setdefault(trial.trial_id, [])
-            pack.add(Member(name, models[trial.trial_id], self._batch_size(trial), epochs - trial.epochs_done),
+            pack.add(Member(name, self._build(trial), self._batch_size(trial), epochs - trial.epochs_done),
                      self._ckpts.get(trial.trial_id))
 
         def on_step(packed, plan):
             due = [n for n in plan.epoch_ends if self.early_kill is not None or n in plan.finished]
             if not due:
                 return
-            results = packed.evaluate(xv, yv, names=due)
-            for name, result in results.items():
+            for name, result in packed.evaluate(xv, yv, names=due).items():
                 trial = by_name[name]
-                self._curves[trial.trial_id].append(result[self._metric])
-                scores[trial.trial_id] = result[self._metric]
+                score = self._score(result)
+                self._curves[trial.trial_id].append(score)
+                scores[trial.trial_id] = score
                 if self.early_kill is not None and self.early_kill.should_kill(self._curves[trial.trial_id]):
                     killed.add(trial.trial_id)  # never promoted; freed now if its rung is not over
                     if name not in plan.finished:
                         packed.free(name)
                     log.info("early kill: trial %d at %s=%.4f after %d epochs", trial.trial_id, self._metric,
-                             result[self._metric], len(self._curves[trial.trial_id]))
+                             score, len(self._curves[trial.trial_id]))
 
-        pack.fit(x, y, shuffle=True, seed=self.seed, on_step=on_step)
-        for name, ckpt in pack.checkpoints_.items():
-            self._ckpts[by_name[name].trial_id] = ckpt
+        pack.fit(x, y, shuffle=True, seed=self.seed, on_step=on_step, verbose=0)
+        for name in list(pack.members):
+            self._ckpts[by_name[name].trial_id] = pack.free(name)
+        del pack
+        gc.collect()  # the group's models go before the next group's are built
+
+    def _score(self, result: dict) -> float:
+        if self._metric not in result:
+            raise ValueError(f"objective {self.objective!r} needs the metric {self._metric!r}, but the model "
+                             f"reports {sorted(result)}. Compile it in build_fn with metrics=[{self._metric!r}].")
+        return float(result[self._metric])
 
     def _best_trial(self):
         """The best trial trained to R epochs; the oracle's best so far when none completed."""

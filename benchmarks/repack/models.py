@@ -59,7 +59,8 @@ def tuner_build_fn(input_shape, n_classes=10, hidden=64):
         model = keras.Sequential([keras.Input(input_shape), keras.layers.Flatten(),
                                   keras.layers.Dense(hidden, activation=config["activation"]),
                                   keras.layers.Dense(n_classes, activation="softmax")])
-        model.compile(optimizer(config["optimizer"], config["learning_rate"]), "sparse_categorical_crossentropy")
+        model.compile(optimizer(config["optimizer"], config["learning_rate"]), "sparse_categorical_crossentropy",
+                      metrics=["accuracy"])
         return model
 
     return build

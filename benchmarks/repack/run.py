@@ -1,8 +1,8 @@
 """Repack benchmarks: ``python -m benchmarks.repack {impv,hyperband,report}``.
 
 * ``impv``: T_s(Seq), T_s(Pack) and IMPV = (T_s(Seq) - T_s(Pack)) / T_s(Seq) against the number
-  of packed models (thesis Fig. 2.4a), for MLP-3 and a small CNN, with the unfused and the
-  stacked-weight ("fused") pack; peak GPU memory when there is a GPU; SwOH(2) (Table 2.1).
+  of packed models (thesis Fig. 2.4a), for MLP-3 and a small CNN; peak GPU memory when there is a
+  GPU; SwOH(2) (Table 2.1).
 * ``jax-impv``: the ``impv`` measurement with the packed step written in JAX, for GPU machines
   where TensorFlow cannot be installed (see ``gpu_jax.py``).
 * ``hyperband``: pack-aware Hyperband (knn, random, batch-size packing) against plain Hyperband
@@ -68,9 +68,8 @@ def impv(args) -> Path:
         (x, y), _ = make_classification(args.examples, shape=shapes[kind], seed=args.seed)
         build = builder(kind, shapes[kind], args.seed)
         for n in args.counts:
-            variants = args.variants
             result = profile(build, n, x, y, batch_sizes=args.batch_size, steps=args.steps, repeats=args.repeats,
-                             variants=tuple(variants), keras_baseline=args.keras).to_dict()
+                             keras_baseline=args.keras).to_dict()
             seq_runs = [sum(r) for r in zip(*result["raw"]["models"])]
             result["impv_spread"] = {v: spread([(s - p) / s for s, p in zip(seq_runs, result["raw"][v])])
                                      for v in result["t_pack"]}
@@ -137,9 +136,6 @@ def parser() -> argparse.ArgumentParser:
     i = sub.add_parser("impv", parents=[common], help="IMPV against the number of packed models")
     i.add_argument("--models", type=_words, default=["mlp", "cnn"], help="comma list of mlp,cnn (default both)")
     i.add_argument("--counts", type=_ints, default=[1, 2, 4, 8, 16], help="packed model counts (default 1,2,4,8,16)")
-    i.add_argument("--variants", type=_words, default=["packed", "fused"],
-                   help="pack variants: packed (fuse='never'), fused (fuse='always': stacked Dense weights, else "
-                        "a shared first Dense/Conv2D layer), auto (the pack's default)")
     i.add_argument("--batch-size", type=int, default=64, help="batch size of every model (default 64)")
     i.add_argument("--steps", type=int, default=20, help="timed steps per run after a dropped warm-up (default 20)")
     i.add_argument("--examples", type=int, default=4096, help="generated training rows (default 4096)")

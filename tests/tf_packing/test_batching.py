@@ -1,4 +1,5 @@
-"""Pad/slice planner: every member sees every example once per epoch in ceil(N/b) steps (spec 3.2)."""
+"""Pad/slice planner: every member sees every example once per epoch in ceil(N/b) steps (spec 3.2),
+in model.fit's consecutive batches by default or sharing rows as Repack does."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from tf_packing import batching
-from tf_packing.batching import BatchPlanner, padded_size, steps_per_epoch
+from tf_packing.batching import BatchPlanner, steps_per_epoch
 
 
 def plan_all(n, members, **kw):
@@ -24,7 +25,7 @@ def plan_all(n, members, **kw):
 
 
 def test_thesis_example_three_passes():
-    planner, plans = plan_all(10_000, [("m1", 100, 1), ("m2", 50, 1), ("m3", 80, 1)])
+    planner, plans = plan_all(10_000, [("m1", 100, 1), ("m2", 50, 1), ("m3", 80, 1)], share_rows=True)
     steps = {n: sum(n in p.takes for p in plans) for n in ("m1", "m2", "m3")}
     assert steps == {"m1": 100, "m2": 200, "m3": 125}
     # Pass 1: 100 shared batches of 100; pass 2: 25 of 80; pass 3: 75 of 50 (spec 3.2).
@@ -48,7 +49,7 @@ def test_misaligned_step_counts_example():
 
 def test_partial_tail_is_padded_from_the_next_member_not_split():
     # N=11, b=(10, 3): a plain pass-by-pass slicer would give member b a 1-row step mid-epoch (5 steps).
-    planner, plans = plan_all(11, [("a", 10, 1), ("b", 3, 1)])
+    planner, plans = plan_all(11, [("a", 10, 1), ("b", 3, 1)], share_rows=True)
     assert [len(r) for r in planner.history_["b"]] == [3, 3, 3, 2]
     assert [len(r) for r in planner.history_["a"]] == [10, 1]
     assert [(p.takes["a"].count, p.takes["b"].offset) for p in plans[:2]] == [(10, 0), (1, 0)]
@@ -56,7 +57,7 @@ def test_partial_tail_is_padded_from_the_next_member_not_split():
 
 
 def test_hot_added_member_shares_rows_it_has_not_used():
-    planner = BatchPlanner(8, record=True)
+    planner = BatchPlanner(8, record=True, share_rows=True)
     planner.add("a", 4, epochs=2)
     planner.next_step()
     planner.add("late", 2)
@@ -66,7 +67,7 @@ def test_hot_added_member_shares_rows_it_has_not_used():
 
 
 def test_hot_added_member_opens_its_own_segment():
-    planner = BatchPlanner(8, record=True)
+    planner = BatchPlanner(8, record=True, share_rows=True)
     planner.add("a", 4, epochs=2)
     first = planner.next_step()
     planner.add("late", 6)
@@ -75,8 +76,14 @@ def test_hot_added_member_opens_its_own_segment():
     assert second.indices.tolist() == [0, 1, 2, 3, 4, 5, 4, 5, 6, 7]
     assert (second.takes["late"].offset, second.takes["a"].offset) == (0, 6)
     assert second.epoch_ends == ("a",) and second.finished == ()
-    assert padded_size(second, {"a": 4, "late": 6}) == 10
-    assert padded_size(first, {"a": 4}) == 4
+
+
+def test_by_default_each_member_takes_model_fits_consecutive_batches():
+    planner, plans = plan_all(10, [("a", 4, 1), ("b", 3, 1)])
+    assert [r.tolist() for r in planner.history_["a"]] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    assert [r.tolist() for r in planner.history_["b"]] == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]]
+    # where the runs coincide the rows are shared; elsewhere each member has its own segment
+    assert [len(p.indices) for p in plans] == [4, 7, 5, 1]
 
 
 def test_shuffle_order_is_shared_and_seeded():
@@ -107,9 +114,9 @@ def test_doctests():
 @settings(max_examples=60, deadline=None, derandomize=True)
 @given(n=st.integers(1, 120), sizes=st.lists(st.integers(1, 40), min_size=1, max_size=5),
        epochs=st.lists(st.integers(1, 3), min_size=5, max_size=5), shuffle=st.booleans(),
-       late=st.integers(0, 6))
-def test_every_member_sees_every_example_once_per_epoch(n, sizes, epochs, shuffle, late):
-    planner = BatchPlanner(n, shuffle=shuffle, seed=1, record=True)
+       late=st.integers(0, 6), share_rows=st.booleans())
+def test_every_member_sees_every_example_once_per_epoch(n, sizes, epochs, shuffle, late, share_rows):
+    planner = BatchPlanner(n, shuffle=shuffle, seed=1, record=True, share_rows=share_rows)
     members = {f"m{i}": (b, epochs[i]) for i, b in enumerate(sizes)}
     names = list(members)
     planner.add(names[0], *members[names[0]][:1], epochs=members[names[0]][1])
@@ -120,10 +127,9 @@ def test_every_member_sees_every_example_once_per_epoch(n, sizes, epochs, shuffl
             planner.add(name, members[name][0], epochs=members[name][1])
     sizes_of = {name: b for name, (b, _) in members.items()}
     while (plan := planner.next_step()) is not None:
-        active = {name: sizes_of[name] for name in plan.takes}
-        rows = padded_size(plan, active)
         for name, take in plan.takes.items():
-            assert take.offset + sizes_of[name] <= rows <= sum(active.values())
+            assert take.count <= sizes_of[name] and take.offset + take.count <= len(plan.indices)
+        assert len(plan.indices) <= sum(sizes_of[name] for name in plan.takes)
     for name, (b, ep) in members.items():
         batches = planner.history_[name]
         per_epoch = math.ceil(n / b)
@@ -132,3 +138,5 @@ def test_every_member_sees_every_example_once_per_epoch(n, sizes, epochs, shuffl
             epoch = batches[e * per_epoch:(e + 1) * per_epoch]
             assert all(len(r) == b for r in epoch[:-1])
             assert np.array_equal(np.sort(np.concatenate(epoch)), np.arange(n))
+            if not share_rows:  # model.fit's batches: consecutive runs of the epoch's order
+                assert np.array_equal(np.concatenate(epoch), planner.order(e))

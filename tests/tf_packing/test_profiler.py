@@ -21,14 +21,12 @@ def test_profile_and_switching_overhead_on_cpu(tf_det, toy_data):
     from tf_packing.profiler import profile, switching_overhead
 
     x, y = toy_data
-    prof = profile(lambda i: make_mlp(i), 2, x, y, batch_sizes=[32, 32], steps=3, repeats=2,
-                   variants=("packed", "fused"))
+    prof = profile(lambda i: make_mlp(i), 2, x, y, batch_sizes=[32, 32], steps=3, repeats=2)
     assert (prof.n_models, prof.steps, prof.repeats) == (2, 3, 2)
-    assert sorted(prof.t_pack) == ["fused", "packed"]
+    assert list(prof.t_pack) == ["packed"]
     assert [len(r) for r in prof.raw["models"]] == [2, 2] and len(prof.raw["packed"]) == 2
-    assert prof.peak_bytes == {"models": [None, None], "packed": None, "fused": None}  # no GPU here
+    assert prof.peak_bytes == {"models": [None, None], "packed": None}  # no GPU here
     mixed = profile(lambda i: make_mlp(i), 2, x, y, batch_sizes=[32, 16], steps=2, repeats=1, keras_baseline=True)
-    assert list(mixed.t_pack) == ["packed"]  # different batch sizes cannot be fused
     assert [len(r) for r in mixed.raw["keras_fit"]] == [1, 1] and prof.t_seq_keras is None
     assert mixed.t_seq_keras == pytest.approx(sum(r[0] for r in mixed.raw["keras_fit"]))
     sw = switching_overhead(lambda i: make_mlp(i), 2, x, y, batch_size=100)

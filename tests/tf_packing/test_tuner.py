@@ -5,8 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-# One batch size: pad/slice gives a smaller-batch member a different (equally valid) data order than
-# it would have alone, so exact equality with plain Hyperband needs aligned batches.
 SPACE = {"batch_size": [32], "learning_rate": [1e-4, 1e-3, 1e-2], "optimizer": ["adam", "sgd"]}
 
 
@@ -26,7 +24,7 @@ def build(config, extra=None):
         layers.append(extra())
     model = keras.Sequential(layers + [keras.layers.Dense(10, activation="softmax")])
     opt = {"adam": keras.optimizers.Adam, "sgd": keras.optimizers.SGD}[config["optimizer"]](config["learning_rate"])
-    model.compile(opt, "sparse_categorical_crossentropy")
+    model.compile(opt, "sparse_categorical_crossentropy", metrics=["accuracy"])
     return model
 
 
@@ -69,8 +67,11 @@ def room_for_two():
 
     class RoomForTwo(keras.layers.Layer):
         def call(self, x):
-            if not tf.executing_eagerly() and x.shape[0] is not None:  # traced into a training step
-                seen = _TRACED.setdefault(id(tf.compat.v1.get_default_graph()), set())
+            if not tf.executing_eagerly():  # traced: count the layers traced into one (outermost) graph
+                graph = tf.compat.v1.get_default_graph()
+                while hasattr(getattr(graph, "outer_graph", None), "outer_graph"):  # up to the tf.function
+                    graph = graph.outer_graph
+                seen = _TRACED.setdefault(id(graph), set())
                 seen.add(id(self))
                 if len(seen) > 2:
                     raise tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor (test device)")
@@ -100,6 +101,37 @@ def test_early_kill_frees_hopeless_trials(tf_det, digits):
     trained = sum(len(curve) for curve in tuner._curves.values())  # epochs each trial really trained
     assert trained < tuner._planned_trial_epochs() == 11
     assert tuner.best_score_ >= 0.3 and tuner.best_config_["learning_rate"] == 0.01
+
+
+def test_models_are_built_only_while_their_pack_trains(tf_det, digits):
+    import gc
+    import weakref
+
+    live, peak = weakref.WeakSet(), []
+
+    def counted(config):
+        gc.collect()
+        model = build(config)
+        live.add(model)
+        peak.append(len(live))
+        return model
+
+    tuner = search(digits, packing="knn", build_fn=counted)
+    assert max(max(g["sizes"]) for g in tuner.groups_) == 3
+    assert max(peak) == 3  # one pack's models at a time, never the whole rung's or the search's
+
+
+def test_objective_needs_its_metric(digits):
+    import keras
+
+    def no_metrics(config):
+        model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(10, activation="softmax")])
+        model.compile("adam", "sparse_categorical_crossentropy")
+        return model
+
+    with pytest.raises(ValueError, match=r"objective 'val_accuracy' needs the metric 'accuracy', but the model "
+                                         r"reports \['loss'\]. Compile it in build_fn with metrics=\['accuracy'\]"):
+        search(digits, build_fn=no_metrics)
 
 
 def test_tuner_errors(digits):
