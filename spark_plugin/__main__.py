@@ -1,22 +1,34 @@
-"""Command line: ``python -m spark_plugin {jar,submit-args,validate,docs}``."""
+"""Command line: ``sparkrm`` or ``python -m spark_plugin {jar,submit,submit-args,validate,docs}``."""
 
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 
 from .errors import ConfigError, SparkrmError
 
-#: A java.util.Properties line as Spark reads spark-defaults.conf: key, then '=', ':' or blanks.
-_PROPERTY = re.compile(r"^\s*([^\s=:]+)\s*[=:\s]\s*(.*)$")
+#: What a failed ``submit-args`` prints on stdout: an option spark-submit rejects, so that
+#: ``spark-submit $(python -m spark_plugin submit-args ...) app.py`` fails instead of running
+#: the application without the plugin.
+REJECTED_BY_SPARK_SUBMIT = "--sparkrm-configuration-error-see-the-message-above"
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m spark_plugin", description=__doc__)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["submit"]:  # spark-submit's own options follow: not for argparse
+        from . import submit
+
+        try:
+            return submit.main(argv[1:])
+        except SparkrmError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+    parser = argparse.ArgumentParser(prog="sparkrm", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
+    sub.add_parser("submit", help="validate, then run spark-submit: sparkrm submit [--features F] [--dry-run] "
+                                  "[spark-submit options] app [args]")
     jar = sub.add_parser("jar", help="print the path of the plugin jar (built if missing or stale)")
     jar.add_argument("--rebuild", action="store_true", help="build it again even if it is fresh")
 
@@ -38,6 +50,8 @@ def main(argv=None) -> int:
         return _COMMANDS[opts.command](opts)
     except SparkrmError as e:
         print(f"error: {e}", file=sys.stderr)
+        if opts.command == "submit-args":
+            print(REJECTED_BY_SPARK_SUBMIT)
         return 2
 
 
@@ -63,15 +77,9 @@ def _submit_args(opts) -> int:
 
 def _validate(opts) -> int:
     from .keys import KEYS
+    from .properties import load_properties
 
-    if not opts.file.is_file():
-        raise ConfigError(f"{opts.file} does not exist or is not a file; pass a spark-defaults.conf path.")
-    conf = {}
-    for line in opts.file.read_text().splitlines():
-        m = _PROPERTY.match(line)
-        if m and not line.lstrip().startswith(("#", "!")):
-            conf[m.group(1)] = m.group(2).strip()
-    KEYS.validate(conf)
+    KEYS.validate(load_properties(opts.file))
     print(f"{opts.file}: sparkrm keys are valid")
     return 0
 

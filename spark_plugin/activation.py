@@ -29,8 +29,8 @@ def plugin_conf(features: Iterable[str] | str | None = None, conf: Mapping[str, 
         comma-separated string. ``None`` selects the defaults (telemetry); an
         empty list loads the plugin with every feature off.
     conf : mapping of str to str, default=None
-        Extra keys, e.g. ``{"spark.sparkrm.telemetry.dir": "/tmp/t"}``. They
-        win over feature defaults.
+        Extra keys, e.g. ``{"spark.sparkrm.telemetry.dir": "/tmp/t"}``. A key
+        a feature also sets must agree with it.
     existing : mapping of str to str, default=None
         Configuration already set; list keys (``spark.jars``,
         ``spark.plugins``) are extended rather than replaced.
@@ -43,13 +43,14 @@ def plugin_conf(features: Iterable[str] | str | None = None, conf: Mapping[str, 
     Raises
     ------
     ConfigError
-        For an unknown feature, or an unknown or invalid sparkrm key.
+        For an unknown feature, an unknown or invalid sparkrm key, a broken rule
+        between keys, or a value set by the user that a feature would replace.
     """
     existing = dict(existing or {})
     user = {str(k): _conf_string(v) for k, v in (conf or {}).items()}
     selected = DEFAULT_FEATURES if features is None else features
-    entries = {**feature_conf(selected), **user}
     current = {**existing, **user}
+    entries = {**feature_conf(selected, current), **user}
     entries["spark.jars"] = _append(current.get("spark.jars"), str(jar_path()))
     entries["spark.plugins"] = _append(current.get("spark.plugins"), PLUGIN_CLASS)
     KEYS.validate({**existing, **entries})

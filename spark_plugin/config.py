@@ -202,11 +202,52 @@ def _format_duration(ms: float) -> str:
     return f"{_format_number(ms)}ms"
 
 
-class KeyTable:
-    """The declared keys, indexed by name, with whole-configuration validation."""
+@dataclass(frozen=True)
+class Rule:
+    """A rule between keys: while ``when`` is ``when_value``, ``key`` must (not) have a value.
 
-    def __init__(self, keys):
+    Parameters
+    ----------
+    when, when_value : str
+        The switch, e.g. ``spark.riffle.enabled`` and ``true``.
+    key : str
+        The key the rule constrains (ours or Spark's).
+    unset : str
+        ``key``'s value when it is not set (Spark's or our default).
+    must, must_not : str, optional
+        The value ``key`` needs, or the one it cannot have (compared case-insensitively).
+    why : str
+        The reason and the fix, appended to the message.
+    """
+
+    when: str
+    when_value: str
+    key: str
+    unset: str
+    must: str | None = None
+    must_not: str | None = None
+    why: str = ""
+
+    def violation(self, conf: Mapping[str, str], defaults: Mapping[str, str | None]) -> str | None:
+        """The message when ``conf`` breaks this rule, else None."""
+        switch = conf.get(self.when, defaults.get(self.when))
+        if switch is None or switch.strip().lower() != self.when_value:
+            return None
+        actual = conf.get(self.key, self.unset).strip()
+        if self.must is not None and actual.lower() != self.must.lower():
+            return (f"{self.when}={self.when_value} needs {self.key}={self.must}, but {self.key} is "
+                    f"'{actual}'. {self.why}")
+        if self.must_not is not None and actual.lower() == self.must_not.lower():
+            return f"{self.when}={self.when_value} cannot run with {self.key}={actual}. {self.why}"
+        return None
+
+
+class KeyTable:
+    """The declared keys and the rules between them, with whole-configuration validation."""
+
+    def __init__(self, keys, rules=()):
         self.keys = {k.name: k for k in keys}
+        self.rules = tuple(rules)
         if len(self.keys) != len(keys):
             raise ValueError("duplicate configuration key in the table")
 
@@ -223,11 +264,34 @@ class KeyTable:
         max(2, len/5) edits away: the same rule as the JVM validator, so both
         report the same words.
         """
-        best = min(self.keys, key=lambda k: (_edit_distance(name, k), k))
-        close = _edit_distance(name, best) <= max(2, len(best) // 5)
-        hint = f" Did you mean {best}?" if close else ""
+        best = self._nearest(name)
+        hint = f" Did you mean {best}?" if best else ""
         return (f"{name} is not a sparkrm configuration key.{hint} "
                 f"Remove it, or see the configuration table in README.md.")
+
+    def _nearest(self, name: str) -> str | None:
+        """The declared key nearest to ``name``, if it is at most max(2, len/5) edits away."""
+        best = min(self.keys, key=lambda k: (_edit_distance(name, k), k))
+        return best if _edit_distance(name, best) <= max(2, len(best) // 5) else None
+
+    def near_miss_error(self, name: str) -> str | None:
+        """The message for a key whose namespace is a typo of ours (``spark.rifle.*``), else None.
+
+        Only a key that, with the namespace corrected, is near a declared key counts,
+        so Spark's own namespaces (``spark.sql.*`` is two edits from ``spark.slaq.*``)
+        never do.
+        """
+        parts = name.split(".", 2)
+        if len(parts) < 3 or parts[0] != "spark" or name.startswith(NAMESPACES):
+            return None
+        for namespace in NAMESPACES:
+            segment = namespace.split(".")[1]
+            if 0 < _edit_distance(parts[1], segment) <= 2:
+                best = self._nearest(f"spark.{segment}.{parts[2]}")
+                if best:
+                    return (f"{name} is not a sparkrm configuration key (spark.{parts[1]} is not a sparkrm "
+                            f"namespace). Did you mean {best}? Fix the name, or remove it.")
+        return None
 
     def validate(self, conf: Mapping[str, str]) -> dict:
         """Validate every key of ``conf`` in our namespaces.
@@ -246,26 +310,33 @@ class KeyTable:
         Raises
         ------
         ConfigError
-            Listing every unknown key and bad value, one per line.
+            Listing every unknown key, bad value and broken rule, one per line.
         """
         problems, values = [], {}
         for name in sorted(conf):
             if name.startswith(NAMESPACES) and name not in self.keys:
                 problems.append(self.unknown_key_error(name))
+            elif (near := self.near_miss_error(name)) is not None:
+                problems.append(near)
         for key in self:
             raw = conf.get(key.name, key.default)
             try:
                 values[key.name] = None if raw is None else key.parse(raw)
             except ConfigError as e:
                 problems.append(str(e))
+        defaults = {k.name: k.default for k in self}
+        problems += [v for rule in self.rules if (v := rule.violation(conf, defaults)) is not None]
         if problems:
             raise ConfigError("\n".join(problems))
         return values
 
     def to_json(self) -> str:
-        """Serialise the table for the JVM validator (see ``SparkrmConf.java``)."""
-        return json.dumps([{
+        """Serialise keys and rules for the JVM validator (see ``SparkrmConf.java``)."""
+        return json.dumps({"namespaces": list(NAMESPACES), "keys": [{
             "name": k.name, "kind": k.kind, "default": k.default,
             "low": k.low, "high": k.high, "lowOpen": k.low_open, "highOpen": k.high_open,
             "options": list(k.options), "expected": k.expected(), "fix": k.fix(),
-        } for k in self], indent=1)
+        } for k in self], "rules": [{
+            "when": r.when, "whenValue": r.when_value, "key": r.key, "unset": r.unset,
+            "must": r.must, "mustNot": r.must_not, "why": r.why,
+        } for r in self.rules]}, indent=1)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .errors import ConfigError
-from .keys import RIFFLE_SHUFFLE_MANAGER
+from .keys import KEYS, RIFFLE_SHUFFLE_MANAGER
 
 
 @dataclass(frozen=True)
@@ -38,16 +38,17 @@ _OFF = {"spark.sparkrm.telemetry.enabled": "false", "spark.riffle.enabled": "fal
         "spark.wrangler.enabled": "false"}
 
 
-def feature_conf(features) -> dict:
+def feature_conf(features, given=None) -> dict:
     """Return the configuration entries for a collection of feature names.
 
     Features not named are switched off explicitly, so that a selection means
-    exactly what it says whatever the key defaults are.
+    exactly what it says whatever the key defaults are. A value the user already
+    set (``given``) is never replaced: a different one is an error naming both.
 
     Raises
     ------
     ConfigError
-        If a name is not a known feature.
+        If a name is not a known feature, or a feature's entry contradicts ``given``.
     """
     if isinstance(features, str):
         features = [f for f in features.split(",") if f.strip()]
@@ -59,4 +60,28 @@ def feature_conf(features) -> dict:
     conf = dict(_OFF)
     for name in names:
         conf.update(FEATURES[name].conf)
+    clashes = [_clash(key, value, str(given[key]), names) for key, value in conf.items()
+               if given and key in given and not _same(key, value, str(given[key]))]
+    if clashes:
+        raise ConfigError("\n".join(clashes))
     return conf
+
+
+def _same(key: str, wanted: str, given: str) -> bool:
+    """Whether two values of ``key`` mean the same (a value our table cannot parse is left to validation)."""
+    if key in KEYS.keys:
+        try:
+            return KEYS[key].parse(given) == KEYS[key].parse(wanted)
+        except ConfigError:
+            return True
+    return given.strip() == wanted
+
+
+def _clash(key: str, wanted: str, given: str, names) -> str:
+    setters = sorted(f.name for f in FEATURES.values() if f.conf.get(key) not in (None, _OFF.get(key)))
+    if key in _OFF and wanted == _OFF[key]:
+        fix = f"Add {' or '.join(repr(n) for n in setters)} to the features, or remove {key}."
+    else:
+        fix = f"Remove {key}, or leave out the feature{'s' if len(setters) > 1 else ''} {', '.join(setters)}."
+    return (f"features={sorted(names)} set {key}={wanted}, but your configuration sets it to '{given}'; "
+            f"sparkrm never replaces a value you set. {fix}")

@@ -25,7 +25,6 @@ import zipfile
 from pathlib import Path
 
 from ._version import __version__ as PACKAGE_VERSION
-from .config import NAMESPACES
 from .errors import JarError, UnsupportedSparkVersion
 from .keys import KEYS
 
@@ -206,7 +205,7 @@ def _source_files():
 
 
 def _keys_json() -> str:
-    return json.dumps({"namespaces": list(NAMESPACES), "keys": json.loads(KEYS.to_json())}, indent=1)
+    return KEYS.to_json()
 
 
 def _write_jar(jar: Path, classes: Path, spark_version: str) -> None:

@@ -5,7 +5,7 @@ This is the one place a key is declared. README.md's configuration table and
 docs --write``), and the JVM reads it from the jar, so add keys here only.
 """
 
-from .config import Key, KeyTable
+from .config import Key, KeyTable, Rule
 
 #: Fully qualified class names that the ``spark.*`` keys below point Spark at.
 PLUGIN_CLASS = "dev.sparkrm.SparkrmPlugin"
@@ -117,4 +117,14 @@ KEYS = KeyTable([
     Key("spark.wrangler.hold.maxDuration", "duration", "15s",
         "Longest continuous hold of one executor; it is then released and not held again for one "
         "interval, so no task waits for it longer than this.", low=100, high=3_600_000),
+], rules=[
+    Rule("spark.wrangler.enabled", "true", "spark.sparkrm.telemetry.enabled", "true", must="true",
+         why="Wrangler learns and predicts from telemetry: set spark.sparkrm.telemetry.enabled=true "
+             "(the `wrangler` feature sets both), or turn Wrangler off."),
+    Rule("spark.riffle.enabled", "true", "spark.shuffle.manager", "sort", must=RIFFLE_SHUFFLE_MANAGER,
+         why="Riffle wraps Spark's sort shuffle and cannot run beside another shuffle manager: remove "
+             "spark.riffle.enabled (the `riffle` feature) or the other spark.shuffle.manager."),
+    Rule("spark.riffle.enabled", "true", "spark.shuffle.push.enabled", "false", must_not="true",
+         why="Push-based shuffle already merges blocks, in the external shuffle service: keep one of them "
+             "(set spark.shuffle.push.enabled=false, or remove spark.riffle.enabled)."),
 ])

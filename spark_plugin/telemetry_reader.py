@@ -167,7 +167,7 @@ def summarize_tasks(tasks: pa.Table) -> dict:
     return out
 
 
-def read_telemetry(path) -> dict[str, pa.Table]:
+def read_telemetry(path, *, skip_corrupt: bool = False) -> dict[str, pa.Table]:
     """Read a telemetry file written under ``spark.sparkrm.telemetry.dir``.
 
     Parameters
@@ -175,6 +175,8 @@ def read_telemetry(path) -> dict[str, pa.Table]:
     path : str or Path
         A ``<appId>.telemetry.jsonl`` file (or its ``.inprogress`` form, for an
         application still running or one that crashed).
+    skip_corrupt : bool, default=False
+        Skip damaged records (with a warning counting them) instead of failing.
 
     Returns
     -------
@@ -184,17 +186,73 @@ def read_telemetry(path) -> dict[str, pa.Table]:
     Raises
     ------
     SparkrmError
-        If the file does not start with sparkrm's schema line.
+        If the file does not start with sparkrm's schema line, or (unless
+        ``skip_corrupt``) a record other than a half-written last one is damaged:
+        the message names the file and the line.
+
+    Notes
+    -----
+    A crashed application's file may end in a half-written record: every complete
+    record is read and the incomplete tail is skipped with a warning saying how
+    many bytes that was.
     """
     path = Path(path)
-    with open(path, "rb") as f:
-        header = f.readline()
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise SparkrmError(f"Cannot read telemetry file {path}: {e.strerror or e}.") from e
+    header, _, body = raw.partition(b"\n")
+    try:
+        described = json.loads(header)["schemas"]
+    except (ValueError, KeyError, TypeError) as e:
+        raise SparkrmError(f"{path} is not a sparkrm telemetry file: its first line is not the "
+                           f"schema record. Pass a file written under spark.sparkrm.telemetry.dir.") from e
+    schemas = arrow_schemas(described)
+    lines = body.split(b"\n")
+    tail = lines.pop()  # what follows the last newline: empty unless the writer stopped mid-record
+    if tail.strip():
+        if _is_json(tail):
+            lines.append(tail)
+        else:
+            log.warning("%s ends in a half-written record (the application stopped while writing it): "
+                        "skipped its last %d bytes", path, len(tail))
+    groups: dict[str, list] = {t: [] for t in schemas}
+    damaged = []
+    for number, line in enumerate(lines, start=2):
+        m = _TYPE_FIELD.match(line)
+        if m and m.group(1).decode() in groups:
+            groups[m.group(1).decode()].append((number, line))
+        elif line.strip():
+            damaged.append((number, "not a telemetry record"))
+    tables = {}
+    for rtype, rows in groups.items():
         try:
-            described = json.loads(header)["schemas"]
-        except (ValueError, KeyError, TypeError) as e:
-            raise SparkrmError(f"{path} is not a sparkrm telemetry file: its first line is not the "
-                               f"schema record. Pass a file written under spark.sparkrm.telemetry.dir.") from e
-        return parse_lines(f.read().splitlines(), arrow_schemas(described))
+            tables[rtype] = _parse_group([line for _, line in rows], schemas[rtype])
+        except pa.ArrowInvalid:
+            good = []
+            for number, line in rows:
+                try:
+                    _parse_group([line], schemas[rtype])
+                    good.append(line)
+                except pa.ArrowInvalid as e:
+                    damaged.append((number, f"not a valid {rtype} record ({str(e).splitlines()[0]})"))
+            tables[rtype] = _parse_group(good, schemas[rtype])
+    if damaged:
+        damaged.sort()
+        if not skip_corrupt:
+            number, why = damaged[0]
+            raise SparkrmError(f"{path}, line {number}: {why}; {len(damaged)} damaged line(s) in all. Pass "
+                               "skip_corrupt=True to read the others.")
+        log.warning("%s: skipped %d damaged line(s), the first at line %d", path, len(damaged), damaged[0][0])
+    return tables
+
+
+def _is_json(line: bytes) -> bool:
+    try:
+        json.loads(line)
+    except ValueError:
+        return False
+    return True
 
 
 _UNAVAILABLE = ("This SparkSession has no active sparkrm telemetry. Start it with "

@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=Path("tpch-results"), help="output folder (default ./tpch-results)")
     p.add_argument("--no-validate", dest="validate", action="store_false", help="skip the DuckDB check")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    p.add_argument("--debug", action="store_true", help="show the Python traceback of an unexpected error")
     return p
 
 
@@ -111,6 +112,12 @@ def main(argv=None) -> int:
         return 2
     except (ResultMismatch, WorkerFailed) as e:
         print(f"error: {e}", file=sys.stderr)
+        return 1
+    except Exception as e:  # anything else is our bug or the machine's: one line, the traceback on request
+        if args.debug:
+            raise
+        print(f"error: the harness stopped unexpectedly: {type(e).__name__}: {e}. Run again with --debug for the "
+              "traceback, and report it.", file=sys.stderr)
         return 1
     meta = run_metadata({"argv": sys.argv[1:] if argv is None else list(argv)})
     paths = write_outputs(args.out, results, meta)

@@ -137,25 +137,36 @@ def _metric(record: dict, name: str, unit: float = 1):
 
 
 def render_png(data: dict, path: Path) -> None:
+    """Per query: each mode's median relative to the baseline's, with every timed run's spread.
+
+    Bars are medians; the whiskers span the fastest and slowest timed run (relative to
+    the baseline's median, so the baseline's own whisker shows this machine's noise).
+    """
     plt = pyplot()
     modes = data["config"]["modes"]
     items = sorted(data["queries"].items(), key=lambda kv: int(kv[0]))
     labels = [f"Q{int(q)}" for q, _ in items]
     base = items[0][1]["baseline"]
-    others = [m for m in modes if m != base]
     fig, ax = plt.subplots(figsize=(max(6, 0.45 * len(labels) + 2), 3.8))
-    if others:
-        width = 0.8 / len(others)
-        for i, m in enumerate(others):
-            xs = [x + (i - (len(others) - 1) / 2) * width for x in range(len(labels))]
-            ax.bar(xs, [e["ratio_to_baseline"][m] for _, e in items], width, label=m)
+    relative = len(modes) > 1
+    width = 0.8 / len(modes)
+    for i, m in enumerate(modes):
+        xs = [x + (i - (len(modes) - 1) / 2) * width for x in range(len(labels))]
+        scale = [e["modes"][base]["median_s"] if relative else 1.0 for _, e in items]
+        runs = [[t / s for t in e["modes"][m]["wall_s"]] for (_, e), s in zip(items, scale)]
+        medians = [e["modes"][m]["median_s"] / s for (_, e), s in zip(items, scale)]
+        spread = [[md - min(r) for md, r in zip(medians, runs)], [max(r) - md for md, r in zip(medians, runs)]]
+        ax.bar(xs, medians, width, yerr=spread, capsize=2, label=m,
+               color="lightgray" if relative and m == base else None, error_kw={"linewidth": 0.8})
+    if relative:
         ax.axhline(1.0, color="black", linewidth=0.8)
-        ax.set_ylabel(f"median time / {base}")
+        ax.set_ylabel(f"time / {base} median")
+        ax.set_title(f"TPC-H SF {data['config']['sf']:g}: time relative to {base} (lower is faster; "
+                     f"whiskers: fastest and slowest of {data['config']['repeat']} runs)", fontsize=9)
         ax.legend()
-        ax.set_title(f"TPC-H SF {data['config']['sf']:g}: time relative to {base} (lower is faster)")
     else:
-        ax.bar(range(len(labels)), [e["modes"][base]["median_s"] for _, e in items])
-        ax.set_ylabel("median time (s)")
-        ax.set_title(f"TPC-H SF {data['config']['sf']:g}: {base}")
+        ax.set_ylabel("time (s)")
+        ax.set_title(f"TPC-H SF {data['config']['sf']:g}: {base} (median; whiskers: fastest and slowest of "
+                     f"{data['config']['repeat']} runs)", fontsize=9)
     ax.set_xticks(range(len(labels)), labels, rotation=60, fontsize=8)
     save_figure(fig, path)

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spark_plugin.jar import find_javac, jar_path
+from tests.plain_jvm import plain_jvm
 
 PROBE = Path(__file__).resolve().parent / "java" / "MergedBlockProbe.java"
 
@@ -24,16 +25,12 @@ PROBE = Path(__file__).resolve().parent / "java" / "MergedBlockProbe.java"
 @pytest.fixture(scope="module")
 def probe(tmp_path_factory):
     """The Java probe class, compiled against the plugin jar and served by a py4j gateway."""
-    from py4j.java_gateway import GatewayParameters, JavaGateway, launch_gateway
-
     classes = tmp_path_factory.mktemp("probe")
     jar = jar_path()
     subprocess.run([find_javac(), "--release", "17", "-cp", str(jar), "-d", str(classes), str(PROBE)],
                    check=True, capture_output=True)
-    port = launch_gateway(classpath=os.pathsep.join([str(jar), str(classes)]), die_on_exit=True)
-    gateway = JavaGateway(gateway_parameters=GatewayParameters(port=port, auto_convert=True))
-    yield Probe(gateway.jvm.dev.sparkrm.riffle.MergedBlockProbe)
-    gateway.shutdown()
+    with plain_jvm(jar, classes) as jvm:
+        yield Probe(jvm.dev.sparkrm.riffle.MergedBlockProbe)
 
 
 def csv(values) -> str:

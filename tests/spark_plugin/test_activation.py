@@ -33,6 +33,47 @@ def test_explicit_conf_wins_over_feature_defaults():
     assert conf["spark.sparkrm.telemetry.bufferRecords"] == "5000"
 
 
+def test_a_value_the_user_set_is_never_replaced():
+    builder = SparkSession.Builder().config("spark.shuffle.manager", "org.apache.spark.shuffle.celeborn.SparkShuffleManager")
+    with pytest.raises(ConfigError, match=r"features=\['riffle'\] set spark.shuffle.manager=dev.sparkrm.riffle."
+                                          r"RiffleShuffleManager, but your configuration sets it to 'org.apache.spark."
+                                          r"shuffle.celeborn.SparkShuffleManager'"):
+        configure(builder, features=["riffle"])
+    assert builder._options["spark.shuffle.manager"].endswith("celeborn.SparkShuffleManager")  # untouched
+    with pytest.raises(ConfigError, match=r"sets it to 'true'; sparkrm never replaces a value you set. Add 'riffle' "
+                                          r"to the features, or remove spark.riffle.enabled"):
+        plugin_conf(["telemetry"], {"spark.riffle.enabled": "true"})
+    assert plugin_conf(["telemetry", "riffle"], {"spark.riffle.enabled": "TRUE"})["spark.riffle.enabled"] == "TRUE"
+
+
+@pytest.mark.parametrize("conf, message", [
+    ({"spark.wrangler.enabled": "true", "spark.sparkrm.telemetry.enabled": "false"},
+     "spark.wrangler.enabled=true needs spark.sparkrm.telemetry.enabled=true, but spark.sparkrm.telemetry.enabled is "
+     "'false'. Wrangler learns and predicts from telemetry"),
+    ({"spark.riffle.enabled": "true"},
+     "spark.riffle.enabled=true needs spark.shuffle.manager=dev.sparkrm.riffle.RiffleShuffleManager, but "
+     "spark.shuffle.manager is 'sort'."),
+    ({"spark.riffle.enabled": "true", "spark.shuffle.manager": "dev.sparkrm.riffle.RiffleShuffleManager",
+      "spark.shuffle.push.enabled": "true"},
+     "spark.riffle.enabled=true cannot run with spark.shuffle.push.enabled=true. Push-based shuffle already merges"),
+    ({"spark.rifle.merge.fanIn": "3"},
+     "spark.rifle.merge.fanIn is not a sparkrm configuration key (spark.rifle is not a sparkrm namespace). Did you "
+     "mean spark.riffle.merge.fanIn?"),
+])
+def test_rules_between_keys_and_namespace_typos(conf, message):
+    from spark_plugin.keys import KEYS
+
+    with pytest.raises(ConfigError) as e:
+        KEYS.validate(conf)
+    assert message in str(e.value)
+
+
+def test_spark_namespaces_near_ours_are_left_alone():
+    from spark_plugin.keys import KEYS
+
+    KEYS.validate({"spark.sql.shuffle.partitions": "4", "spark.rpc.askTimeout": "10s", "spark.shuffle.compress": "true"})
+
+
 def test_unknown_feature_lists_the_known_ones():
     with pytest.raises(ConfigError, match=r"Unknown feature 'telemetri'\. Known features: riffle, telemetry"):
         plugin_conf(["telemetri"])

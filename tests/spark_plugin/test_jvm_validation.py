@@ -46,6 +46,12 @@ def python_validation_error(conf: dict) -> str | None:
      "spark.sparkrm.telemtry.dir": "/tmp"},
     {"spark.sparkrm.telemetry.enabled": " TRUE ", "spark.sparkrm.telemetry.bufferRecords": "+5000"},
     {"spark.executor.memory": "not ours"},
+    {"spark.rifle.merge.fanIn": "3", "spark.wranglr.mode": "hint", "spark.sql.shuffle.partitions": "4"},
+    {"spark.riffle.enabled": "true"},
+    {"spark.riffle.enabled": "TRUE", "spark.shuffle.manager": "dev.sparkrm.riffle.RiffleShuffleManager",
+     "spark.shuffle.push.enabled": " true"},
+    {"spark.wrangler.enabled": "true", "spark.sparkrm.telemetry.enabled": "false"},
+    {"spark.wrangler.enabled": "true"},
 ])
 def test_jvm_and_python_report_the_same_problems(jvm, conf):
     assert java_validation_error(jvm, conf) == python_validation_error(conf)

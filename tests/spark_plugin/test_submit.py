@@ -66,16 +66,46 @@ def test_spark_submit_with_only_the_printed_flags_records_every_task(tmp_path):
     assert sorted(e["executorId"] for e in registered) == ["0", "1"]
 
 
-def test_bad_values_stop_the_application_with_the_key_and_fix(tmp_path):
+def test_bad_values_stop_the_application_with_the_message_first_and_no_stack(tmp_path):
     flags = printed_flags("--features", "") + [
         "--conf", "spark.sparkrm.telemetry.bufferRecords=10",
-        "--conf", "spark.sparkrm.telemetry.enabeld=true"]
+        "--conf", "spark.sparkrm.telemetry.enabeld=true",
+        "--conf", "spark.rifle.merge.fanIn=3",
+        "--conf", "spark.riffle.enabled=true"]  # without spark.shuffle.manager: a broken rule
     run = spark_submit(tmp_path, "local[1]", flags, timeout=120)
     assert run.returncode != 0 and "APP-OK" not in run.stdout
+    banner = run.stderr.index("sparkrm: this application cannot start. Fix its configuration:")
+    message = run.stderr[banner:].split("\n\n")[0]
     assert ("spark.sparkrm.telemetry.bufferRecords must be an integer in [1000, 100000000]. Got '10'. "
-            "Set e.g. 200000 or remove it for the default (200000).") in run.stderr
+            "Set e.g. 200000 or remove it for the default (200000).") in message
     assert "spark.sparkrm.telemetry.enabeld is not a sparkrm configuration key. " \
-           "Did you mean spark.sparkrm.telemetry.enabled?" in run.stderr
+           "Did you mean spark.sparkrm.telemetry.enabled?" in message
+    assert "Did you mean spark.riffle.merge.fanIn?" in message
+    assert "spark.riffle.enabled=true needs spark.shuffle.manager=dev.sparkrm.riffle.RiffleShuffleManager" in message
+    assert "\tat " not in run.stderr[:banner]  # nothing of ours before the message
+    assert "at dev.sparkrm" not in run.stderr  # and no stack of ours anywhere
+
+
+def test_a_failed_submit_args_makes_spark_submit_fail(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "spark_plugin", "submit-args", "--conf", "spark.riffle.merge.fanIn=1"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2
+    run = spark_submit(tmp_path, "local[1]", shlex.split(out.stdout), timeout=120)  # as $(...) would paste it
+    assert run.returncode != 0 and "APP-OK" not in run.stdout
+    assert "Unrecognized option: --sparkrm-configuration-error-see-the-message-above" in run.stderr
+
+
+def test_sparkrm_submit_validates_and_runs_the_application(tmp_path):
+    app = tmp_path / "app.py"
+    app.write_text(APP)
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "PYSPARK_PYTHON": sys.executable,
+           "HOME": str(tmp_path)}
+    telemetry_dir = tmp_path / "telemetry"
+    run = subprocess.run([str(Path(sys.executable).parent / "sparkrm"), "submit", "--features", "telemetry",
+                          "--master", "local[2]", "--conf", f"spark.sparkrm.telemetry.dir={telemetry_dir}",
+                          str(app)], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert run.returncode == 0 and "APP-OK" in run.stdout, run.stderr[-3000:]
+    assert len(list(telemetry_dir.glob("*.telemetry.jsonl"))) == 1
 
 
 def test_an_unwritable_telemetry_dir_stops_the_application(tmp_path):

@@ -44,6 +44,20 @@ def test_a_failed_run_leaves_no_earlier_results_behind(tmp_path, monkeypatch, ca
     assert not (out / "results.json").exists()
 
 
+def test_an_unexpected_error_is_one_line_unless_debugging(tmp_path, monkeypatch, capsys):
+    def broken(cfg, progress):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(cli, "run", broken)
+    args = ["--sf", "0.01", "--no-progress", "--out", str(tmp_path / "out")]
+    assert cli.main(args) == 1
+    err = capsys.readouterr().err
+    assert err.strip() == ("error: the harness stopped unexpectedly: OSError: [Errno 28] No space left on device. "
+                           "Run again with --debug for the traceback, and report it.")
+    with pytest.raises(OSError, match="No space left"):
+        cli.main(args + ["--debug"])
+
+
 @pytest.mark.spark
 @pytest.mark.integration
 @pytest.mark.slow

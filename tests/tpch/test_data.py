@@ -29,6 +29,23 @@ def test_a_damaged_data_set_is_regenerated(tmp_path):
     assert is_complete(folder) and victim.stat().st_size > 100
 
 
+def test_a_flipped_byte_is_noticed_and_the_data_set_regenerated(tmp_path, caplog):
+    from benchmarks.tpch.data import problem
+
+    folder = ensure_dataset(tmp_path, 0.01, 1)
+    victim = folder / "lineitem" / "lineitem.1.parquet"
+    good = victim.read_bytes()
+    damaged = bytearray(good)
+    damaged[len(good) // 2] ^= 0x01  # same size: a size-only manifest would reuse it
+    victim.write_bytes(bytes(damaged))
+    assert problem(folder) == ("lineitem/lineitem.1.parquet changed on disk since it was generated "
+                               "(its content digest differs)")
+    with caplog.at_level("WARNING"):
+        ensure_dataset(tmp_path, 0.01, 1)
+    assert "cannot be reused: lineitem/lineitem.1.parquet changed on disk" in caplog.text
+    assert victim.read_bytes() == good and problem(folder) is None
+
+
 @pytest.mark.parametrize("sf", [0, -1.0])
 def test_scale_factor_must_be_positive(tmp_path, sf):
     with pytest.raises(DataError, match="scale factor must be > 0"):

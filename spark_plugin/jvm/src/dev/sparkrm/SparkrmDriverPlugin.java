@@ -2,6 +2,7 @@ package dev.sparkrm;
 
 import dev.sparkrm.compat.SparkCompat;
 import dev.sparkrm.conf.SparkrmConf;
+import dev.sparkrm.conf.SparkrmConfigException;
 import dev.sparkrm.riffle.RiffleDriver;
 import dev.sparkrm.rpc.MessageRouter;
 import dev.sparkrm.telemetry.TelemetryDriver;
@@ -39,7 +40,13 @@ public final class SparkrmDriverPlugin implements DriverPlugin {
   public Map<String, String> init(SparkContext sc, PluginContext ctx) {
     SparkCompat.checkRuntimeVersion();
     this.sc = sc;
-    SparkrmConf conf = SparkrmConf.validate(sc.conf());
+    SparkrmConf conf;
+    try {
+      conf = SparkrmConf.validate(sc.conf());
+    } catch (SparkrmConfigException e) { // say it first and plainly, before Spark's shutdown noise
+      System.err.println("\nsparkrm: this application cannot start. Fix its configuration:\n" + e.getMessage() + "\n");
+      throw e;
+    }
     LOG.info("sparkrm {} on Spark {}: configuration in effect {}",
         SparkCompat.buildInfo().getProperty("package.version"), SparkCompat.runtimeSparkVersion(), conf.asMap());
     Map<String, String> executorConf = new HashMap<>();
@@ -49,7 +56,7 @@ public final class SparkrmDriverPlugin implements DriverPlugin {
     }
     if (conf.getBoolean("spark.riffle.enabled")) {
       riffle = RiffleDriver.start(sc, conf, router, telemetry == null ? null : telemetry.store());
-      if (riffle != null) executorConf.put(START_RIFFLE, "true");
+      executorConf.put(START_RIFFLE, "true");
     }
     if (conf.getBoolean("spark.wrangler.enabled")) {
       wrangler = WranglerDriver.start(sc, conf, router, telemetry == null ? null : telemetry.store());

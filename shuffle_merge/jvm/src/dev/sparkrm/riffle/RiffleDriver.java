@@ -37,19 +37,12 @@ public final class RiffleDriver {
   }
 
   /**
-   * Starts Riffle in the driver, or returns {@code null} with a warning when Spark is not set up to
-   * use it ({@code spark.shuffle.manager} is not {@link RiffleShuffleManager}).
+   * Starts Riffle in the driver. The configuration was validated first, so
+   * {@code spark.shuffle.manager} is {@link RiffleShuffleManager} (a rule of the key table).
    *
    * @param telemetry where merge and read records go, or {@code null} when telemetry is off
    */
   public static RiffleDriver start(SparkContext sc, SparkrmConf conf, MessageRouter router, TelemetryStore telemetry) {
-    String manager = sc.conf().get("spark.shuffle.manager", "sort");
-    if (!RiffleShuffleManager.class.getName().equals(manager)) {
-      LOG.warn("spark.riffle.enabled is true but spark.shuffle.manager is '{}'; Riffle needs "
-          + "spark.shuffle.manager={} and stays off (every shuffle is vanilla).",
-          manager, RiffleShuffleManager.class.getName());
-      return null;
-    }
     RiffleRecords records = telemetry == null ? null : new RiffleRecords(telemetry);
     ShuffleSettings defaults = ShuffleSettings.from(conf);
     RiffleScheduler scheduler = new RiffleScheduler(defaults, conf.getLong("spark.riffle.merge.timeout"),

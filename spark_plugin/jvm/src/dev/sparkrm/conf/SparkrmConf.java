@@ -53,6 +53,9 @@ public final class SparkrmConf {
     for (String name : new TreeMap<>(given).keySet()) {
       if (table.inNamespace(name) && !table.keys.containsKey(name)) {
         problems.add(table.unknownKeyError(name));
+      } else {
+        String nearMiss = table.nearMissError(name);
+        if (nearMiss != null) problems.add(nearMiss);
       }
     }
     Map<String, Object> values = new HashMap<>();
@@ -67,6 +70,10 @@ public final class SparkrmConf {
       } else {
         values.put(name, value);
       }
+    }
+    for (JsonNode rule : table.rules) {
+      String violation = violation(rule, given, table);
+      if (violation != null) problems.add(violation);
     }
     if (!problems.isEmpty()) throw new SparkrmConfigException(String.join("\n", problems));
     return new SparkrmConf(values);
@@ -128,6 +135,28 @@ public final class SparkrmConf {
     }
   }
 
+  /** The message when {@code given} breaks {@code rule} (see {@code Rule} in spark_plugin/config.py), else null. */
+  private static String violation(JsonNode rule, Map<String, String> given, KeyTable table) {
+    String when = rule.get("when").asText();
+    JsonNode whenKey = table.keys.get(when);
+    String switchValue = given.containsKey(when) ? given.get(when)
+        : whenKey == null ? null : textOrNull(whenKey.get("default"));
+    String whenValue = rule.get("whenValue").asText();
+    if (switchValue == null || !switchValue.trim().toLowerCase(Locale.ROOT).equals(whenValue)) return null;
+    String key = rule.get("key").asText();
+    String actual = given.getOrDefault(key, rule.get("unset").asText()).trim();
+    String must = textOrNull(rule.get("must"));
+    String mustNot = textOrNull(rule.get("mustNot"));
+    String why = rule.get("why").asText();
+    if (must != null && !actual.equalsIgnoreCase(must)) {
+      return when + "=" + whenValue + " needs " + key + "=" + must + ", but " + key + " is '" + actual + "'. " + why;
+    }
+    if (mustNot != null && actual.equalsIgnoreCase(mustNot)) {
+      return when + "=" + whenValue + " cannot run with " + key + "=" + actual + ". " + why;
+    }
+    return null;
+  }
+
   private static boolean inRange(JsonNode key, Object value) {
     if (!(value instanceof Number)) return true;
     double v = ((Number) value).doubleValue();
@@ -148,6 +177,7 @@ public final class SparkrmConf {
     private static KeyTable instance;
     final Map<String, JsonNode> keys = new TreeMap<>();
     final List<String> namespaces = new ArrayList<>();
+    final List<JsonNode> rules = new ArrayList<>();
 
     static synchronized KeyTable load() {
       if (instance == null) instance = new KeyTable();
@@ -160,6 +190,7 @@ public final class SparkrmConf {
         JsonNode root = new ObjectMapper().readTree(in);
         for (JsonNode ns : root.get("namespaces")) namespaces.add(ns.asText());
         for (JsonNode key : root.get("keys")) keys.put(key.get("name").asText(), key);
+        for (JsonNode rule : root.get("rules")) rules.add(rule);
       } catch (IOException e) {
         throw new UncheckedIOException("Cannot read " + RESOURCE + " from the sparkrm jar", e);
       }
@@ -173,6 +204,14 @@ public final class SparkrmConf {
     }
 
     String unknownKeyError(String name) {
+      String best = nearest(name);
+      String hint = best != null ? " Did you mean " + best + "?" : "";
+      return name + " is not a sparkrm configuration key." + hint
+          + " Remove it, or see the configuration table in README.md.";
+    }
+
+    /** The declared key nearest to {@code name} if at most max(2, len/5) edits away (ties: first by name). */
+    private String nearest(String name) {
       String best = null;
       int bestDistance = Integer.MAX_VALUE;
       for (String candidate : keys.keySet()) {
@@ -182,10 +221,25 @@ public final class SparkrmConf {
           bestDistance = d;
         }
       }
-      boolean close = best != null && bestDistance <= Math.max(2, best.length() / 5);
-      String hint = close ? " Did you mean " + best + "?" : "";
-      return name + " is not a sparkrm configuration key." + hint
-          + " Remove it, or see the configuration table in README.md.";
+      return best != null && bestDistance <= Math.max(2, best.length() / 5) ? best : null;
+    }
+
+    /** A key whose namespace is a typo of ours ({@code spark.rifle.*}), as spark_plugin/config.py decides. */
+    String nearMissError(String name) {
+      String[] parts = name.split("\\.", 3);
+      if (parts.length < 3 || !parts[0].equals("spark") || inNamespace(name)) return null;
+      for (String namespace : namespaces) {
+        String segment = namespace.split("\\.")[1];
+        int d = editDistance(parts[1], segment);
+        if (d > 0 && d <= 2) {
+          String best = nearest("spark." + segment + "." + parts[2]);
+          if (best != null) {
+            return name + " is not a sparkrm configuration key (spark." + parts[1] + " is not a sparkrm "
+                + "namespace). Did you mean " + best + "? Fix the name, or remove it.";
+          }
+        }
+      }
+      return null;
     }
 
     private static int editDistance(String a, String b) {
