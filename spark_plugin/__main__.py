@@ -41,7 +41,7 @@ def main(argv=None) -> int:
     check = sub.add_parser("validate", help="check the sparkrm keys of a spark-defaults.conf file")
     check.add_argument("file", type=Path)
 
-    docs = sub.add_parser("docs", help="check or regenerate README's key table and conf/")
+    docs = sub.add_parser("docs", help="check or regenerate docs/configuration.md's key table and conf/")
     docs.add_argument("--write", action="store_true", help="rewrite the files instead of checking")
     docs.add_argument("--project", type=Path, default=Path.cwd(), help="project folder (default: .)")
 

@@ -1,4 +1,4 @@
-"""Generated documentation: README's configuration table and ``conf/spark-defaults.conf``.
+"""Generated documentation: ``docs/configuration.md``'s key table and ``conf/spark-defaults.conf``.
 
 Both are rendered from :data:`spark_plugin.keys.KEYS`, and a test fails when
 the committed files differ from what this module renders, so the docs cannot
@@ -21,7 +21,8 @@ def keys_markdown() -> str:
     rows = ["| Key | Default | Accepted | Description |", "|---|---|---|---|"]
     for key in KEYS:
         default = f"`{key.default}`" if key.default is not None else "(unset)"
-        rows.append(f"| `{key.name}` | {default} | {key.expected()} | {key.doc} |")
+        per_job = f" Per job: `{key.job_setting}`." if key.job_setting else ""
+        rows.append(f"| `{key.name}` | {default} | {key.expected()} | {key.doc}{per_job} |")
     return "\n".join(rows)
 
 
@@ -46,21 +47,25 @@ def spark_defaults() -> str:
     return "\n".join(lines)
 
 
-def render_readme(text: str) -> str:
+#: The page holding the generated key table, relative to the project folder.
+CONFIGURATION_PAGE = Path("docs") / "configuration.md"
+
+
+def render_page(text: str) -> str:
     """``text`` with the block between the generated markers replaced by :func:`keys_markdown`."""
     head, sep, rest = text.partition(BEGIN)
     _, sep2, tail = rest.partition(END)
     if not sep or not sep2:
-        raise ValueError(f"README.md lacks the markers {BEGIN!r} ... {END!r}")
+        raise ValueError(f"{CONFIGURATION_PAGE} lacks the markers {BEGIN!r} ... {END!r}")
     return f"{head}{BEGIN}\n{keys_markdown()}\n{END}{tail}"
 
 
 def outdated(project_dir: Path) -> list[Path]:
     """The generated files under ``project_dir`` whose content differs from the rendering."""
     stale = []
-    readme = project_dir / "README.md"
-    if readme.read_text() != render_readme(readme.read_text()):
-        stale.append(readme)
+    page = project_dir / CONFIGURATION_PAGE
+    if page.read_text() != render_page(page.read_text()):
+        stale.append(page)
     conf = project_dir / "conf" / "spark-defaults.conf"
     if not conf.exists() or conf.read_text() != spark_defaults():
         stale.append(conf)
@@ -69,6 +74,6 @@ def outdated(project_dir: Path) -> list[Path]:
 
 def write(project_dir: Path) -> None:
     """Regenerate the generated files in place."""
-    readme = project_dir / "README.md"
-    readme.write_text(render_readme(readme.read_text()))
+    page = project_dir / CONFIGURATION_PAGE
+    page.write_text(render_page(page.read_text()))
     (project_dir / "conf" / "spark-defaults.conf").write_text(spark_defaults())

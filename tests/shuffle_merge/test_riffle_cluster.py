@@ -135,10 +135,10 @@ def test_unregistering_a_shuffle_deletes_its_merged_files(spark, tm, session_dir
 def test_readme_documents_every_riffle_record_field(tm):
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "telemetry.md").read_text()
     for rtype in ("merge", "shuffle_merge", "shuffle_read"):
         for field in tm.schemas_[rtype].names:
-            assert f"`{field}`" in readme, f"README lacks {rtype}.{field}"
+            assert f"`{field}`" in readme, f"docs/telemetry.md lacks {rtype}.{field}"
 
 
 def test_per_job_settings_change_the_fan_in_or_switch_merging_off(spark, tm):
