@@ -12,20 +12,11 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+from spark_plugin.config import JOB_PREFIX
 from spark_plugin.keys import KEYS
 
-#: Settings a job may override, by argument name.
-JOB_SETTINGS = {
-    "enabled": "spark.riffle.enabled",
-    "policy": "spark.riffle.merge.policy",
-    "fan_in": "spark.riffle.merge.fanIn",
-    "target_block_bytes": "spark.riffle.merge.targetBlockBytes",
-    "max_fan_in": "spark.riffle.merge.maxFanIn",
-    "leftovers": "spark.riffle.merge.leftovers",
-    "best_effort": "spark.riffle.bestEffort.fraction",
-    "best_effort_timeout": "spark.riffle.bestEffort.timeout",
-    "max_wait_ratio": "spark.riffle.bestEffort.maxWaitRatio",
-}
+#: Settings a job may override, by argument name (the keys flagged per-job in the key table).
+JOB_SETTINGS = KEYS.job_settings()
 
 
 @contextmanager
@@ -71,7 +62,7 @@ def job_settings(spark, **settings):
 
 def job_property(key: str) -> str:
     """The local property that overrides configuration ``key`` for one job."""
-    return "sparkrm.job." + key.removeprefix("spark.")
+    return JOB_PREFIX + key.removeprefix("spark.")
 
 
 def _conf_value(value) -> str:

@@ -9,7 +9,7 @@ drives three things, so they cannot drift apart:
   ``spark-submit`` only: the table travels inside the jar as JSON
   (:meth:`KeyTable.to_json`) and the Java validator applies the same parsers and
   prints the same messages;
-* the configuration table in README.md and ``conf/spark-defaults.conf``.
+* the configuration table in docs/configuration.md and ``conf/spark-defaults.conf``.
 
 Values are Spark configuration strings. Sizes and durations follow Spark's own
 syntax (``JavaUtils.byteStringAsBytes`` and ``timeStringAsMs``): a plain number
@@ -25,6 +25,11 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from .errors import ConfigError
+
+#: Prefix of the local properties that override a per-job key for one job (``spark.`` dropped):
+#: Spark SQL copies the session configuration into every query's local properties, so the key's
+#: own name would be overwritten there.
+JOB_PREFIX = "sparkrm.job."
 
 #: Configuration prefixes owned by this package. An unknown key under one of
 #: them is an error (most likely a typo), never silently ignored.
@@ -73,6 +78,9 @@ class Key:
         Accepted values of an ``enum`` key (compared case-insensitively).
     example : str or None, default=None
         A valid value shown in error messages when the key has no default.
+    job_setting : str or None, default=None
+        When a job may override the key (local property ``JOB_PREFIX`` + the key
+        without ``spark.``), its argument name in the per-job helpers, e.g. ``fan_in``.
     since : str, default="0.1.0"
         Package version that introduced the key.
     """
@@ -87,6 +95,7 @@ class Key:
     high_open: bool = False
     options: tuple[str, ...] = ()
     example: str | None = None
+    job_setting: str | None = None
     since: str = "0.1.0"
 
     def __post_init__(self):
@@ -254,6 +263,15 @@ class KeyTable:
     def __getitem__(self, name: str) -> Key:
         return self.keys[name]
 
+    def default(self, name: str):
+        """The parsed default of key ``name`` (None when it has none), for CLIs and helpers."""
+        key = self.keys[name]
+        return None if key.default is None else key.parse(key.default)
+
+    def job_settings(self) -> dict:
+        """Per-job keys by their argument name, e.g. ``{"fan_in": "spark.riffle.merge.fanIn"}``."""
+        return {k.job_setting: k.name for k in self if k.job_setting}
+
     def __iter__(self):
         return iter(sorted(self.keys.values(), key=lambda k: k.name))
 
@@ -267,7 +285,7 @@ class KeyTable:
         best = self._nearest(name)
         hint = f" Did you mean {best}?" if best else ""
         return (f"{name} is not a sparkrm configuration key.{hint} "
-                f"Remove it, or see the configuration table in README.md.")
+                f"Remove it, or see docs/configuration.md.")
 
     def _nearest(self, name: str) -> str | None:
         """The declared key nearest to ``name``, if it is at most max(2, len/5) edits away."""
@@ -332,10 +350,10 @@ class KeyTable:
 
     def to_json(self) -> str:
         """Serialise keys and rules for the JVM validator (see ``SparkrmConf.java``)."""
-        return json.dumps({"namespaces": list(NAMESPACES), "keys": [{
+        return json.dumps({"namespaces": list(NAMESPACES), "jobPrefix": JOB_PREFIX, "keys": [{
             "name": k.name, "kind": k.kind, "default": k.default,
             "low": k.low, "high": k.high, "lowOpen": k.low_open, "highOpen": k.high_open,
-            "options": list(k.options), "expected": k.expected(), "fix": k.fix(),
+            "options": list(k.options), "expected": k.expected(), "fix": k.fix(), "perJob": bool(k.job_setting),
         } for k in self], "rules": [{
             "when": r.when, "whenValue": r.when_value, "key": r.key, "unset": r.unset,
             "must": r.must, "mustNot": r.must_not, "why": r.why,

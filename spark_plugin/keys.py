@@ -27,22 +27,24 @@ KEYS = KeyTable([
     # Riffle: shuffle-file merging (shuffle_merge/).
     Key("spark.riffle.enabled", "bool", "false",
         "Merge small shuffle map outputs into large files inside the executors. Needs "
-        f"`spark.shuffle.manager={RIFFLE_SHUFFLE_MANAGER}`; the `riffle` feature sets both."),
+        f"`spark.shuffle.manager={RIFFLE_SHUFFLE_MANAGER}`; the `riffle` feature sets both.",
+        job_setting="enabled"),
     Key("spark.riffle.merge.policy", "enum", "fanin",
         "`fanin`: merge every `fanIn` map outputs of an executor; `blocksize`: merge once the "
         "average blocks of pending outputs add up to `targetBlockBytes`.",
-        options=("fanin", "blocksize")),
+        options=("fanin", "blocksize"), job_setting="policy"),
     Key("spark.riffle.merge.fanIn", "int", "10",
-        "Map outputs per merge under the `fanin` policy (N of N-way merging).", low=2, high=10_000),
+        "Map outputs per merge under the `fanin` policy (N of N-way merging).", low=2, high=10_000,
+        job_setting="fan_in"),
     Key("spark.riffle.merge.targetBlockBytes", "size", "2m",
         "Merged block size the `blocksize` policy aims for; outputs whose blocks are already this "
-        "large are not merged.", low=1),
+        "large are not merged.", low=1, job_setting="target_block_bytes"),
     Key("spark.riffle.merge.maxFanIn", "int", "100",
         "Most map outputs in one merge under the `blocksize` policy (bounds merger memory).",
-        low=2, high=10_000),
+        low=2, high=10_000, job_setting="max_fan_in"),
     Key("spark.riffle.merge.leftovers", "bool", "true",
         "When the map stage ends, merge an executor's remaining outputs (at least two) unless the "
-        "best-effort fraction is already reached."),
+        "best-effort fraction is already reached.", job_setting="leftovers"),
     Key("spark.riffle.merge.timeout", "duration", "2min",
         "A merge running longer than this is abandoned; its outputs are read unmerged.", low=1),
     Key("spark.riffle.merge.pollInterval", "duration", "10ms",
@@ -50,14 +52,15 @@ KEYS = KeyTable([
         "(ten times less often when none is).", low=1, high=10_000),
     Key("spark.riffle.bestEffort.fraction", "double", "0.95",
         "After the map stage, reducers wait until this fraction of map outputs is merged (or every "
-        "merge ended); merges still running are then cancelled.", low=0, high=1, low_open=True),
+        "merge ended); merges still running are then cancelled.", low=0, high=1, low_open=True,
+        job_setting="best_effort"),
     Key("spark.riffle.bestEffort.timeout", "duration", "10s",
         "Longest wait for merges after the map stage ends; then reducers start and pending merges "
-        "are cancelled.", low=0),
+        "are cancelled.", low=0, job_setting="best_effort_timeout"),
     Key("spark.riffle.bestEffort.maxWaitRatio", "double", "1.0",
         "Longest wait for merges after the map stage, as a multiple of that stage's duration "
         "(the sooner of this and the timeout applies), so short stages never wait long.",
-        low=0, high=100),
+        low=0, high=100, job_setting="max_wait_ratio"),
     Key("spark.riffle.merger.threads", "int", "2",
         "Merge threads per executor.", low=1, high=64),
     Key("spark.riffle.merger.memoryBudget", "size", "128m",

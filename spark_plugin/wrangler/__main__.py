@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from ..errors import SparkrmError
+from ..keys import KEYS
 from ..telemetry_reader import read_telemetry
 from .dataset import build_dataset, concat
 from .metrics import choose_confidence, evaluate
@@ -50,13 +51,17 @@ def main(argv=None) -> int:
         if name != "train":
             cmd.add_argument("model", type=Path, help="a model written by `train`")
         cmd.add_argument("telemetry", type=Path, nargs="+", help="<appId>.telemetry.jsonl files")
-        cmd.add_argument("--beta", type=float, default=1.3, help="straggler threshold (default 1.3)")
-        cmd.add_argument("--scope", choices=("stage", "job"), default="stage", help="median over (default stage)")
+        cmd.add_argument("--beta", type=float, default=KEYS.default("spark.wrangler.beta"),
+                         help="straggler threshold (default: spark.wrangler.beta's, %(default)s)")
+        cmd.add_argument("--scope", choices=KEYS["spark.wrangler.scope"].options,
+                         default=KEYS.default("spark.wrangler.scope"), help="median over (default %(default)s)")
         cmd.add_argument("--workload", default="default", help="workload tag of these tasks (default 'default')")
     train = sub.choices["train"]
     train.add_argument("--out", type=Path, required=True, help="where to write the model (joblib)")
-    train.add_argument("--min-node-tasks", type=int, default=100, help="rows a node needs for its own model")
-    sub.choices["evaluate"].add_argument("--confidence", type=float, default=0.7, help="threshold p (default 0.7)")
+    train.add_argument("--min-node-tasks", type=int, default=KEYS.default("spark.wrangler.train.minNodeTasks"),
+                       help="rows a node needs for its own model (default %(default)s)")
+    sub.choices["evaluate"].add_argument("--confidence", type=float, default=KEYS.default("spark.wrangler.confidence"),
+                                         help="threshold p (default: spark.wrangler.confidence's, %(default)s)")
     opts = parser.parse_args(argv)
     try:
         rows = load_rows(opts.telemetry, beta=opts.beta, scope=opts.scope, workload=opts.workload)

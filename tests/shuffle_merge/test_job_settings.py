@@ -7,7 +7,7 @@ from spark_plugin.errors import ConfigError
 
 
 def test_unknown_setting_names_the_known_ones():
-    with pytest.raises(TypeError, match=r"unknown setting 'fanin'; known: enabled, policy, fan_in"):
+    with pytest.raises(TypeError, match=r"unknown setting .fanin.; known: .*fan_in"):
         with job_settings(None, fanin=3):
             pass
 

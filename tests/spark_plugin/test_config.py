@@ -1,5 +1,7 @@
 """The key table and its validation, in pure Python (no Spark)."""
 
+import json
+
 import pytest
 from hypothesis import given, strategies as st
 
@@ -102,3 +104,38 @@ def test_size_parsing_matches_its_unit(n, unit):
     key = Key("spark.riffle.test.s", "size", None, "s")
     factor = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[unit]
     assert key.parse(f"{n}{unit}") == n * factor
+
+
+def test_every_key_the_java_code_names_is_declared():
+    """Java reads keys by name: a renamed or misspelt one would silently read nothing."""
+    import re
+    from pathlib import Path
+
+    from spark_plugin.config import NAMESPACES
+    from spark_plugin.keys import KEYS
+
+    project = Path(__file__).resolve().parents[2]
+    named = {}
+    for source in [*project.glob("spark_plugin/jvm/src/**/*.java"), *project.glob("shuffle_merge/jvm/src/**/*.java")]:
+        for literal in re.findall(r'"(spark\.[A-Za-z0-9_.]+)"', source.read_text()):
+            if literal.startswith(NAMESPACES) or literal + "." in NAMESPACES:
+                named.setdefault(literal, source.name)
+    assert named, "no key names found: the scan is broken"
+    undeclared = {k: f for k, f in named.items() if k not in KEYS.keys and k not in NAMESPACES}
+    assert undeclared == {}
+    code = lambda p: [line for line in p.read_text().splitlines() if not line.strip().startswith(("*", "/*", "//"))]
+    hard_coded_prefix = [p.name for p in project.glob("**/jvm/src/**/*.java") if any('"sparkrm.job.' in line
+                                                                                     for line in code(p))]
+    assert hard_coded_prefix == []  # the per-job prefix comes from the key table
+
+
+def test_per_job_settings_come_from_the_key_table():
+    from shuffle_merge.job import JOB_SETTINGS, job_property
+    from spark_plugin.keys import KEYS
+
+    assert JOB_SETTINGS["fan_in"] == "spark.riffle.merge.fanIn"
+    assert set(JOB_SETTINGS.values()) == {k.name for k in KEYS if k.job_setting}
+    assert job_property("spark.riffle.merge.fanIn") == "sparkrm.job.riffle.merge.fanIn"
+    exported = json.loads(KEYS.to_json())
+    assert exported["jobPrefix"] == "sparkrm.job."
+    assert {k["name"] for k in exported["keys"] if k["perJob"]} == set(JOB_SETTINGS.values())

@@ -3,7 +3,6 @@ package dev.sparkrm.riffle;
 import dev.sparkrm.conf.SparkrmConf;
 import dev.sparkrm.conf.SparkrmConfigException;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 
@@ -28,14 +27,6 @@ import java.util.Properties;
 public record ShuffleSettings(boolean enabled, MergePolicy policy, double bestEffort, long bestEffortTimeoutMs,
     double maxWaitRatio, boolean leftovers) {
 
-  /** Prefix of the local properties that override a key for one job ({@code spark.} is dropped). */
-  static final String JOB_PREFIX = "sparkrm.job.";
-
-  /** The keys a job may override. */
-  static final List<String> PER_JOB_KEYS = List.of("spark.riffle.enabled", "spark.riffle.merge.policy",
-      "spark.riffle.merge.fanIn", "spark.riffle.merge.targetBlockBytes", "spark.riffle.merge.maxFanIn",
-      "spark.riffle.merge.leftovers", "spark.riffle.bestEffort.fraction", "spark.riffle.bestEffort.timeout",
-      "spark.riffle.bestEffort.maxWaitRatio");
 
   static ShuffleSettings from(SparkrmConf conf) {
     return new ShuffleSettings(conf.getBoolean("spark.riffle.enabled"), MergePolicy.fromConf(conf),
@@ -52,8 +43,9 @@ public record ShuffleSettings(boolean enabled, MergePolicy policy, double bestEf
     Map<String, String> merged = new HashMap<>(appConf);
     boolean overridden = false;
     if (properties != null) {
-      for (String key : PER_JOB_KEYS) {
-        String value = properties.getProperty(JOB_PREFIX + key.substring("spark.".length()));
+      for (String key : SparkrmConf.perJobKeys()) {
+        if (!key.startsWith("spark.riffle.")) continue;
+        String value = properties.getProperty(SparkrmConf.jobPrefix() + key.substring("spark.".length()));
         if (value == null) value = properties.getProperty(key);
         if (value != null && !value.equals(appConf.get(key))) {
           merged.put(key, value);
@@ -61,7 +53,7 @@ public record ShuffleSettings(boolean enabled, MergePolicy policy, double bestEf
         }
       }
     }
-    return overridden ? from(SparkrmConf.validate(merged)) : null;
+    return overridden ? from(SparkrmConf.validateValues(merged)) : null;
   }
 
   /** Latest time reducers wait for merges: the absolute timeout or the share of the map stage, whichever is sooner. */

@@ -48,6 +48,18 @@ public final class SparkrmConf {
 
   /** Same as {@link #validate(SparkConf)} for a plain map (used by the tests through py4j). */
   public static SparkrmConf validate(Map<String, String> given) {
+    return validate(given, true);
+  }
+
+  /**
+   * Validates the keys and values of {@code given} only, for a job's overrides of single keys (the
+   * rules between keys hold for the whole application, which was validated when it started).
+   */
+  public static SparkrmConf validateValues(Map<String, String> given) {
+    return validate(given, false);
+  }
+
+  private static SparkrmConf validate(Map<String, String> given, boolean rules) {
     KeyTable table = KeyTable.load();
     List<String> problems = new ArrayList<>();
     for (String name : new TreeMap<>(given).keySet()) {
@@ -71,12 +83,22 @@ public final class SparkrmConf {
         values.put(name, value);
       }
     }
-    for (JsonNode rule : table.rules) {
+    for (JsonNode rule : rules ? table.rules : List.<JsonNode>of()) {
       String violation = violation(rule, given, table);
       if (violation != null) problems.add(violation);
     }
     if (!problems.isEmpty()) throw new SparkrmConfigException(String.join("\n", problems));
     return new SparkrmConf(values);
+  }
+
+  /** Keys a job may override through its local properties (flagged in the Python key table). */
+  public static List<String> perJobKeys() {
+    return KeyTable.load().perJob;
+  }
+
+  /** Prefix of the local properties that override a per-job key ({@code spark.} dropped). */
+  public static String jobPrefix() {
+    return KeyTable.load().jobPrefix;
   }
 
   public boolean getBoolean(String key) {
@@ -178,6 +200,8 @@ public final class SparkrmConf {
     final Map<String, JsonNode> keys = new TreeMap<>();
     final List<String> namespaces = new ArrayList<>();
     final List<JsonNode> rules = new ArrayList<>();
+    final List<String> perJob = new ArrayList<>();
+    String jobPrefix;
 
     static synchronized KeyTable load() {
       if (instance == null) instance = new KeyTable();
@@ -189,8 +213,12 @@ public final class SparkrmConf {
         if (in == null) throw new IllegalStateException("The sparkrm jar lacks " + RESOURCE + "; rebuild it");
         JsonNode root = new ObjectMapper().readTree(in);
         for (JsonNode ns : root.get("namespaces")) namespaces.add(ns.asText());
-        for (JsonNode key : root.get("keys")) keys.put(key.get("name").asText(), key);
+        for (JsonNode key : root.get("keys")) {
+          keys.put(key.get("name").asText(), key);
+          if (key.get("perJob").asBoolean()) perJob.add(key.get("name").asText());
+        }
         for (JsonNode rule : root.get("rules")) rules.add(rule);
+        jobPrefix = root.get("jobPrefix").asText();
       } catch (IOException e) {
         throw new UncheckedIOException("Cannot read " + RESOURCE + " from the sparkrm jar", e);
       }
@@ -207,7 +235,7 @@ public final class SparkrmConf {
       String best = nearest(name);
       String hint = best != null ? " Did you mean " + best + "?" : "";
       return name + " is not a sparkrm configuration key." + hint
-          + " Remove it, or see the configuration table in README.md.";
+          + " Remove it, or see docs/configuration.md.";
     }
 
     /** The declared key nearest to {@code name} if at most max(2, len/5) edits away (ties: first by name). */
