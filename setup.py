@@ -10,6 +10,7 @@ install. At run time a jar built for another pyspark version is rebuilt.
 """
 
 import logging
+import re
 import sys
 from pathlib import Path
 
@@ -20,6 +21,8 @@ HERE = Path(__file__).resolve().parent
 PYSPARK = "pyspark>=4.1.1,<4.2"
 #: The benchmark harnesses: TPC-H data generator, DuckDB oracle, report plots.
 BENCH = ["tpchgen-cli>=2", "duckdb>=1.1", "matplotlib>=3.7"]
+#: Repack (tf_packing): only its users need TensorFlow; the Spark plugins do not.
+TF = ["tensorflow>=2.16"]
 
 
 class BuildPyWithJar(build_py):
@@ -39,6 +42,16 @@ class BuildPyWithJar(build_py):
             logging.warning("sparkrm: the plugin jar was not built now and will be built on first use. %s", e)
 
 
+def long_description() -> str:
+    """README for the package index: a page there has no source tree, so relative links become paths."""
+    def path(link):
+        text, target = link.group(1), link.group(2)
+        return f"`{target}`" if text.strip("`") == target else f"{text} (`{target}`)"
+
+    note = "\n\nPaths such as `docs/riffle.md` refer to sparkrm's source repository.\n"
+    return re.sub(r"\[([^\]]+)\]\((?!https?://|#)([^)]+)\)", path, (HERE / "README.md").read_text()) + note
+
+
 def version() -> str:
     namespace = {}
     exec((HERE / "spark_plugin" / "_version.py").read_text(), namespace)
@@ -51,7 +64,7 @@ setup(
     description="Resource-management plugins for Apache Spark and TensorFlow: shuffle merging (Riffle), "
                 "online aggregation (Rotary-AQP), quality-driven scheduling (SLAQ), straggler "
                 "avoidance (Wrangler), packed Keras training (Repack) and a TPC-H harness.",
-    long_description=(HERE / "README.md").read_text(),
+    long_description=long_description(),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
     packages=find_packages(include=["spark_plugin*", "shuffle_merge*", "tf_packing*"]),
@@ -62,9 +75,10 @@ setup(
     },
     include_package_data=False,
     setup_requires=[PYSPARK],
-    install_requires=[PYSPARK, "py4j", "pyarrow>=14", "pandas>=2.2", "numpy", "tensorflow>=2.16",
-                      "scikit-learn>=1.4", "scipy", "tqdm", "rich"],
-    extras_require={"bench": BENCH, "test": BENCH + ["pytest>=8", "pytest-spark>=0.6", "hypothesis"]},
+    install_requires=[PYSPARK, "py4j", "pyarrow>=14", "pandas>=2.2", "numpy", "scikit-learn>=1.4", "scipy",
+                      "tqdm", "rich"],
+    extras_require={"tf": TF, "bench": BENCH, "all": TF + BENCH,
+                    "test": TF + BENCH + ["pytest>=8", "pytest-spark>=0.6", "hypothesis"]},
     entry_points={"console_scripts": ["sparkrm=spark_plugin.__main__:main"]},
     cmdclass={"build_py": BuildPyWithJar},
 )

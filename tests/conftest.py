@@ -11,12 +11,64 @@ after a ``mark()``.
 
 from __future__ import annotations
 
+import importlib.abc
+import os
 import shutil
+import sys
+import tempfile
+import zipfile
 from pathlib import Path
 
 import pytest
 
 DEFAULT_SESSION = dict(master="local-cluster[2,1,1024]", features=None, conf={})
+
+#: Fixtures that start Spark (a session, a cluster, a Spark subprocess) or TensorFlow: a test
+#: using one gets the ``spark`` or ``tf`` marker, so ``-m "not spark and not tf"`` is the fast lane.
+SPARK_FIXTURES = {"spark", "vanilla_results", "standalone_app"}
+TF_FIXTURES = {"tf_det"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if names & SPARK_FIXTURES:
+            item.add_marker(pytest.mark.spark)
+        if names & TF_FIXTURES:
+            item.add_marker(pytest.mark.tf)
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-spark has read SPARK_HOME
+def pytest_configure(config):
+    """In a lane without Spark or TensorFlow, make an unmarked test that starts them fail loudly.
+
+    Markers are the lanes' only contract: a test that would start a JVM or import TensorFlow
+    without its marker fails in the fast lane with a message saying so, instead of slowing it.
+    Spark is replaced by a ``SPARK_HOME`` whose ``spark-submit`` only prints that message.
+    """
+    lane = config.getoption("markexpr", "") or ""
+    if "not spark" in lane:
+        home = Path(tempfile.mkdtemp(prefix="no-spark-"))
+        script = home / "bin" / "spark-submit"
+        script.parent.mkdir()
+        script.write_text("#!/bin/sh\necho 'This test lane runs no Spark (-m \"not spark\"): mark the test spark, "
+                          "or give it the spark fixture.' >&2\nexit 1\n")
+        script.chmod(0o755)
+        (home / "python" / "lib").mkdir(parents=True)  # what pytest-spark's findspark looks for
+        zipfile.ZipFile(home / "python" / "lib" / "py4j-0-src.zip", "w").close()
+        os.environ["SPARK_HOME"] = str(home)
+    if "not tf" in lane:
+        sys.meta_path.insert(0, _NoTensorFlow())
+
+
+class _NoTensorFlow(importlib.abc.MetaPathFinder):
+    """Refuses to import TensorFlow and Keras (see :func:`pytest_configure`)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("tensorflow", "keras"):
+            raise ImportError(f"{name} is off in this lane (-m 'not tf'): mark the test tf or give it the "
+                              "tf_det fixture")
+        return None
 
 
 def ini_spark_options(config) -> dict:

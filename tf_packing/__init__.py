@@ -30,5 +30,12 @@ __all__ = sorted(["BatchPlanner", "HyperbandOracle", "KillRule", "StepPlan", "Tr
 
 def __getattr__(name):
     if name in _LAZY:
-        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        try:
+            module = importlib.import_module(f".{_LAZY[name]}", __name__)
+        except ModuleNotFoundError as e:
+            if e.name and e.name.split(".")[0] in ("tensorflow", "keras"):
+                raise ImportError(f"tf_packing.{name} needs TensorFlow, which this installation lacks. Install "
+                                  "it with: pip install 'sparkrm[tf]'") from e
+            raise
+        return getattr(module, name)
     raise AttributeError(f"module 'tf_packing' has no attribute {name!r}")

@@ -24,7 +24,7 @@ def test_time_to_accuracy_and_workload_reports(tmp_path):
     assert all(q["points"][-1]["true_accuracy"] == 1.0 and q["exact_s"] > 0 for q in queries.values())
     assert result.with_suffix(".md").is_file() and result.with_suffix(".png").is_file()
 
-    run = _bench("workload", "--jobs", "2", "--policies", "rotary,edf", "--time-scale", "0.05", "--epoch", "0.3",
+    run = _bench("workload", "--jobs", "2", "--policies", "rotary,edf", "--time-scale", "0.01", "--epoch", "0.3",
                  *common)
     assert run.returncode == 0, run.stderr[-3000:]
     [result] = tmp_path.glob("*.workload-*.json")

@@ -1,8 +1,8 @@
 """Riffle in local[N] mode: driver and executor share one JVM (and the driver's map-output tracker).
 
 The merger's memory budget is tight here: one merge's buffers fill it, and each merge holds them
-a while (an injected delay, longer than the ~350 ms between two merges' issue times here), so
-merges must queue for memory; reducers wait for all of them.
+a while (an injected 2 s delay, far longer than the ~350 ms between two merges' issue times, even
+on a busy machine), so merges must queue for memory; reducers wait for all of them.
 """
 
 import pyarrow.compute as pc
@@ -19,7 +19,7 @@ SPARK_SESSION = dict(master="local[2]", features=["telemetry", "riffle"],
                            "spark.riffle.merger.threads": "2", "spark.riffle.merger.memoryBudget": str(BUDGET),
                            "spark.riffle.merger.readBufferBytes": "256k", "spark.riffle.merger.writeBufferBytes": "512k",
                            "spark.riffle.bestEffort.maxWaitRatio": "10",
-                           "spark.riffle.test.mergeDelay": "800ms"})
+                           "spark.riffle.test.mergeDelay": "2s"})
 
 
 @pytest.mark.parametrize("name", ["rdd_group_by_key", "df_repartition"])

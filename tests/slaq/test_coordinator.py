@@ -1,7 +1,5 @@
 """SLAQ across applications: the coordinator's protocol, and executor rescaling on a real standalone cluster."""
 
-import time
-
 import numpy as np
 import pytest
 from sklearn.datasets import make_classification
@@ -10,6 +8,7 @@ from spark_plugin.slaq.coordinator import Coordinator, RemoteJob
 from spark_plugin.slaq.trainers import LogisticRegressionGD, TrainingData
 from spark_plugin.standalone import StandaloneCluster
 from tests.conftest import stop_and_clean
+from tests.helpers import eventually
 
 
 def test_remote_jobs_get_fair_shares_that_follow_arrivals_and_departures():
@@ -22,8 +21,8 @@ def test_remote_jobs_get_fair_shares_that_follow_arrivals_and_departures():
                 b.report(0, 1.0, cpu_time_s=0.1)
                 with pytest.raises(RuntimeError, match="finite"):
                     b.report(1, float("nan"))
-            time.sleep(0.3)  # b left (its error ended its session): a gets everything back
-            assert a.wait_for_cores(timeout=5) == 4
+            # b left (its error ended its session): a gets everything back at a coming epoch
+            eventually(lambda: a.wait_for_cores(timeout=5) == 4)
             assert [j.name for j in coordinator.scheduler.active()] == ["a"]
 
 
@@ -55,13 +54,11 @@ def test_an_application_resizes_its_executors_to_its_grant_and_trains_exactly(st
         assert app.wait_for_cores(timeout=30) == 2
         assert len(app.scaler.executor_ids()) == 2
         other = RemoteJob(coordinator.address, "other")  # another application, scheduled with it
-        time.sleep(0.3)
-        assert app.wait_for_cores(timeout=30) == 1
+        eventually(lambda: app.wait_for_cores(timeout=30) == 1)
         assert len(app.scaler.executor_ids()) == 1, "the application gave one executor back"
         model = LogisticRegressionGD(step=0.5, max_iter=5).fit(data, app)  # half its cache went with the executor
         other.finish()
-        time.sleep(0.3)
-        assert app.wait_for_cores(timeout=30) == 2
+        eventually(lambda: app.wait_for_cores(timeout=30) == 2)
         assert len(app.scaler.executor_ids()) == 2
         app.finish()
     alone = LogisticRegressionGD(step=0.5, max_iter=5).fit(data)

@@ -43,8 +43,21 @@ def test_missing_jar_is_built_and_then_reused(sandbox):
     assert jar.jar_path() == built and built.stat().st_mtime_ns == stamp
 
 
-def test_changed_sources_make_the_jar_stale(sandbox):
-    built = jar.jar_path()
+@pytest.fixture(scope="module")
+def installed():
+    return jar.jar_path()
+
+
+def installed_copy(installed) -> None:
+    """The installed jar as the sandbox's packaged jar: fresh there, since the sources are copies."""
+    jar.PACKAGED_JAR.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(installed, jar.PACKAGED_JAR)
+    assert jar.is_fresh(jar.PACKAGED_JAR)
+
+
+def test_changed_sources_make_the_jar_stale(installed, sandbox):
+    installed_copy(installed)
+    built = jar.PACKAGED_JAR
     old_hash = jar.build_info(built)["source.hash"]
     resources = sandbox / "jvm" / "resources"
     resources.mkdir(exist_ok=True)
@@ -56,17 +69,19 @@ def test_changed_sources_make_the_jar_stale(sandbox):
         assert z.read("note.txt") == b"a resource added later\n"
 
 
-def test_jar_built_for_another_pyspark_is_rebuilt(sandbox):
-    jar.build_jar(jar.PACKAGED_JAR, spark_version="4.1.0-other")
+def test_a_jar_built_for_another_pyspark_or_corrupt_is_stale(installed, sandbox):
+    """Either is rebuilt by jar_path(), as a jar with changed sources is (above)."""
+    installed_copy(installed)
+    with zipfile.ZipFile(installed) as src, zipfile.ZipFile(jar.PACKAGED_JAR, "w") as dst:
+        for item in src.infolist():
+            data = src.read(item)
+            if item.filename.endswith("build.properties"):
+                data = data.replace(f"spark.version={jar.pyspark_version()}".encode(), b"spark.version=4.1.0-other")
+            dst.writestr(item, data)
+    assert jar.build_info(jar.PACKAGED_JAR)["spark.version"] == "4.1.0-other"
     assert not jar.is_fresh(jar.PACKAGED_JAR)
-    assert jar.build_info(jar.jar_path())["spark.version"] == jar.pyspark_version()
-
-
-def test_corrupt_jar_is_replaced(sandbox):
-    jar.PACKAGED_JAR.parent.mkdir(parents=True)
     jar.PACKAGED_JAR.write_bytes(b"not a zip file")
-    assert jar.build_info(jar.PACKAGED_JAR) == {}
-    assert jar.is_fresh(jar.jar_path())
+    assert jar.build_info(jar.PACKAGED_JAR) == {} and not jar.is_fresh(jar.PACKAGED_JAR)
 
 
 def test_unwritable_package_folder_builds_into_the_cache(sandbox, monkeypatch):

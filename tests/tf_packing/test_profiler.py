@@ -7,7 +7,7 @@ import pytest
 from .conftest import make_mlp
 
 
-def test_impv_formula():
+def test_impv_formula(tf_det):
     from tf_packing.profiler import PackProfile, impv
 
     assert impv(10.0, 6.0) == pytest.approx(0.4)

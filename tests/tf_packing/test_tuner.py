@@ -121,7 +121,7 @@ def test_models_are_built_only_while_their_pack_trains(tf_det, digits):
     assert max(peak) == 3  # one pack's models at a time, never the whole rung's or the search's
 
 
-def test_objective_needs_its_metric(digits):
+def test_objective_needs_its_metric(tf_det, digits):
     import keras
 
     def no_metrics(config):
@@ -134,7 +134,7 @@ def test_objective_needs_its_metric(digits):
         search(digits, build_fn=no_metrics)
 
 
-def test_tuner_errors(digits):
+def test_tuner_errors(tf_det, digits):
     with pytest.raises(ValueError, match="packing must be one of .* Got 'dense'; use 'none' for plain"):
         search(digits, packing="dense")
     with pytest.raises(ValueError, match="objective must be one of"):
