@@ -291,6 +291,10 @@ class _Run:
 
     def enqueue(self, queue) -> None:
         """Queue members to load as others finish; load the first at once into an empty pack."""
+        queue = list(queue)
+        if queue and not self.arrays:
+            raise ValueError("queue needs array data: a member loaded while a dataset's epoch is under way would "
+                             "start mid-epoch. Fit the queued models in a pack of their own.")
         self.queue.extend(queue)
         if self.queue and not self.runs:
             self.pack.add(self._next_queued())  # joins this run through PackedModel.add

@@ -102,7 +102,7 @@ def test_sparkrm_submit_validates_and_runs_the_application(tmp_path):
            "HOME": str(tmp_path)}
     telemetry_dir = tmp_path / "telemetry"
     run = subprocess.run([str(Path(sys.executable).parent / "sparkrm"), "submit", "--features", "telemetry",
-                          "--master", "local[2]", "--conf", f"spark.sparkrm.telemetry.dir={telemetry_dir}",
+                          "--master", "local[1]", "--conf", f"spark.sparkrm.telemetry.dir={telemetry_dir}",
                           str(app)], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     assert run.returncode == 0 and "APP-OK" in run.stdout, run.stderr[-3000:]
     assert len(list(telemetry_dir.glob("*.telemetry.jsonl"))) == 1

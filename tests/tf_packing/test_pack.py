@@ -221,6 +221,8 @@ def test_datasets_and_generators_feed_every_member_whole_batches(tf_det, toy_dat
         pack([builds[1]()], names=["b"], epochs=2).fit((b for b in batches), verbose=0)
     with pytest.raises(ValueError, match="has batch_size=32, but a dataset or generator brings its own batches"):
         pack([builds[1]()], batch_sizes=32).fit(dataset, verbose=0)
+    with pytest.raises(ValueError, match="queue needs array data"):
+        pack([builds[1]()]).fit(dataset, queue=[lambda: None], verbose=0)
 
 
 def test_validation_callbacks_early_stopping_and_checkpoints(tf_det, toy_data, tmp_path):
