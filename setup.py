@@ -23,6 +23,9 @@ PYSPARK = "pyspark>=4.1.1,<4.2"
 BENCH = ["tpchgen-cli>=2", "duckdb>=1.1", "matplotlib>=3.7"]
 #: Repack (tf_packing): only its users need TensorFlow; the Spark plugins do not.
 TF = ["tensorflow>=2.16"]
+#: The tests run TensorFlow on the CPU: its CPU-only build is a third of the download where it exists.
+TF_TESTS = ['tensorflow-cpu>=2.16; platform_system == "Linux" and platform_machine == "x86_64"',
+            'tensorflow>=2.16; platform_system != "Linux" or platform_machine != "x86_64"']
 
 
 class BuildPyWithJar(build_py):
@@ -78,7 +81,7 @@ setup(
     install_requires=[PYSPARK, "py4j", "pyarrow>=14", "pandas>=2.2", "numpy", "scikit-learn>=1.4", "scipy",
                       "tqdm", "rich"],
     extras_require={"tf": TF, "bench": BENCH, "all": TF + BENCH,
-                    "test": TF + BENCH + ["pytest>=8", "pytest-spark>=0.6", "hypothesis"]},
+                    "test": TF_TESTS + BENCH + ["pytest>=8", "pytest-spark>=0.6", "pytest-xdist>=3.5", "hypothesis"]},
     entry_points={"console_scripts": ["sparkrm=spark_plugin.__main__:main"]},
     cmdclass={"build_py": BuildPyWithJar},
 )

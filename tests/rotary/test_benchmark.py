@@ -15,7 +15,8 @@ def _bench(*args):
 
 
 def test_time_to_accuracy_and_workload_reports(tmp_path):
-    common = ["--sf", "0.01", "--parts", "2", "--batches", "3", "--data", str(tmp_path / "tpch"), "--out", str(tmp_path)]
+    common = ["--sf", "0.01", "--parts", "2", "--batches", "3", "--executors", "1",
+              "--data", str(tmp_path / "tpch"), "--out", str(tmp_path)]
     tta = _bench("time-to-accuracy", "--queries", "6", "--repeat", "1", *common)
     assert tta.returncode == 0, tta.stderr[-3000:]
     [result] = tmp_path.glob("*.time-to-accuracy.json")

@@ -2,7 +2,8 @@
 
 The merger's memory budget is tight here: one merge's buffers fill it, and each merge holds them
 a while (an injected 2 s delay, far longer than the ~350 ms between two merges' issue times, even
-on a busy machine), so merges must queue for memory; reducers wait for all of them.
+on a busy machine), so merges must queue for memory; reducers wait for all of them (the wait limits are far above
+what the queued merges take: a map stage of a few hundred ms with a 10x ratio once cut them off).
 """
 
 import pyarrow.compute as pc
@@ -18,7 +19,8 @@ SPARK_SESSION = dict(master="local[2]", features=["telemetry", "riffle"],
                      conf={"spark.riffle.merge.fanIn": "3", "spark.riffle.bestEffort.fraction": "1.0",
                            "spark.riffle.merger.threads": "2", "spark.riffle.merger.memoryBudget": str(BUDGET),
                            "spark.riffle.merger.readBufferBytes": "256k", "spark.riffle.merger.writeBufferBytes": "512k",
-                           "spark.riffle.bestEffort.maxWaitRatio": "10",
+                           "spark.riffle.bestEffort.maxWaitRatio": "100",
+                           "spark.riffle.bestEffort.timeout": "120s",
                            "spark.riffle.test.mergeDelay": "2s"})
 
 

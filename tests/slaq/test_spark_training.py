@@ -80,7 +80,7 @@ def test_lbfgs_linear_regression_reaches_the_ridge_solution(spark):
 
 def test_svm_classifies_about_as_well_as_liblinear(classification):
     x, y, data = classification
-    model = LinearSVMGD(step=1.0, reg=1e-3, max_iter=60).fit(data)
+    model = LinearSVMGD(step=1.0, reg=1e-3, max_iter=30).fit(data)
     accuracy = np.mean(((x @ model.coef_ + model.intercept_) > 0) == (y == 1))
     assert accuracy >= LinearSVC(C=1.0).fit(x, y).score(x, y) - 0.03
     assert model.loss_curve_[-1] < 0.6 * model.loss_curve_[0]

@@ -37,24 +37,48 @@ def search(digits, **kw):
     return Tuner(build_fn, SPACE, **kw).search(x, y, validation_data=(xv, yv))
 
 
-def test_packed_search_finds_what_plain_hyperband_finds(tf_det, digits):
-    plain = search(digits, packing="none")
-    packed = search(digits, packing="knn")
+@pytest.fixture(scope="module")
+def plain(tf_det, digits):
+    """Plain Hyperband (one model at a time): what every packed search must reproduce."""
+    return search(digits, packing="none")
+
+
+@pytest.fixture(scope="module")
+def packed(tf_det, digits):
+    """Pack-aware Hyperband, and how many of its models were alive as each was built."""
+    import gc
+    import weakref
+
+    live, peak = weakref.WeakSet(), []
+
+    def counted(config):
+        gc.collect()
+        model = build(config)
+        live.add(model)
+        peak.append(len(live))
+        return model
+
+    return search(digits, packing="knn", build_fn=counted), peak
+
+
+def test_packed_search_finds_what_plain_hyperband_finds(digits, plain, packed):
+    search_packed, _ = packed
     assert [g["sizes"] for g in plain.groups_] == [[1, 1, 1], [1], [1, 1]]
-    assert [g["sizes"] for g in packed.groups_] == [[3], [1], [2]]
-    rows_plain, rows_packed = plain.results(), packed.results()
+    assert [g["sizes"] for g in search_packed.groups_] == [[3], [1], [2]]
+    rows_plain, rows_packed = plain.results(), search_packed.results()
     assert [r["trial"] for r in rows_plain] == [r["trial"] for r in rows_packed]
     assert np.allclose([r["val_accuracy"] for r in rows_plain], [r["val_accuracy"] for r in rows_packed],
                        atol=1e-6)
-    assert packed.best_config_ == plain.best_config_ and packed.best_score_ == pytest.approx(plain.best_score_)
+    assert search_packed.best_config_ == plain.best_config_
+    assert search_packed.best_score_ == pytest.approx(plain.best_score_)
     # R=3, eta=3: bracket 1 trains 3 configs for 1 epoch and keeps 1 for 3; bracket 0 trains 2 for 3 epochs.
-    assert sorted(t.epochs_done for t in packed.oracle_.trials_.values()) == [1, 1, 3, 3, 3]
-    table = packed.results_table()
+    assert sorted(t.epochs_done for t in search_packed.oracle_.trials_.values()) == [1, 1, 3, 3, 3]
+    table = search_packed.results_table()
     assert table.splitlines()[0] == ("| trial | bracket | batch_size | learning_rate | optimizer | epochs | "
                                      "val_accuracy | status |")
     assert len(table.splitlines()) == 2 + 5
-    best = packed.best_model().predict(digits[2], verbose=0).argmax(1)
-    assert np.mean(best == digits[3]) == pytest.approx(packed.best_score_)
+    best = search_packed.best_model().predict(digits[2], verbose=0).argmax(1)
+    assert np.mean(best == digits[3]) == pytest.approx(search_packed.best_score_)
 
 
 _TRACED = {}
@@ -83,8 +107,7 @@ def room_for_two():
     return RoomForTwo()
 
 
-def test_out_of_memory_splits_the_group_and_keeps_results(tf_det, digits):
-    plain = search(digits, packing="none", build_fn=lambda c: build(c, room_for_two))
+def test_out_of_memory_splits_the_group_and_keeps_results(digits, plain):
     packed = search(digits, packing="knn", build_fn=lambda c: build(c, room_for_two))
     assert packed.oom_splits_ == 1  # the first rung's pack of 3 is split into 2 + 1
     assert np.allclose([r["val_accuracy"] for r in plain.results()],
@@ -103,20 +126,8 @@ def test_early_kill_frees_hopeless_trials(tf_det, digits):
     assert tuner.best_score_ >= 0.3 and tuner.best_config_["learning_rate"] == 0.01
 
 
-def test_models_are_built_only_while_their_pack_trains(tf_det, digits):
-    import gc
-    import weakref
-
-    live, peak = weakref.WeakSet(), []
-
-    def counted(config):
-        gc.collect()
-        model = build(config)
-        live.add(model)
-        peak.append(len(live))
-        return model
-
-    tuner = search(digits, packing="knn", build_fn=counted)
+def test_models_are_built_only_while_their_pack_trains(packed):
+    tuner, peak = packed
     assert max(max(g["sizes"]) for g in tuner.groups_) == 3
     assert max(peak) == 3  # one pack's models at a time, never the whole rung's or the search's
 
