@@ -14,7 +14,9 @@ Each scheduling epoch (spec 3.5-3.8) follows one flow, one module per step:
    reduction, Algorithm 1), Objective B (max-min quality) or the fair baseline.
 
 None of these import Spark. The Spark side feeds them and applies the returned
-``{job_id: cores}``: :mod:`.trainers` (iterative trainers that report every iteration),
+``{job_id: cores}``: :mod:`.estimators` (``fit(estimator, df, job)``: an unmodified
+``pyspark.ml`` estimator whose per-iteration objective reaches the job live),
+:mod:`.trainers` (iterative trainers that report every iteration),
 :mod:`.scheduler` (the epoch loop and enforcement inside one application) and
 :mod:`.coordinator` (the same loop across applications, by executor rescaling). A user's training loop,
 with the pure part spelled out (the Spark-side ``job.report`` wraps ``history.record``)::
@@ -32,6 +34,7 @@ with the pure part spelled out (the Spark-side ``job.report`` wraps ``history.re
 """
 
 from .allocator import OBJECTIVES, JobCurve, allocate, allocate_fair, allocate_maxmin, allocate_reduction
+from .estimators import fit
 from .predictor import (CurveFit, Forecast, LossPredictor, RuntimeModel, epoch_curve, exponential,
                         reduction_error, sublinear)
 from .quality import LossHistory, normalized_deltas, normalized_loss, reduction_fraction
@@ -41,4 +44,4 @@ from .trainers import KMeansLloyd, LinearRegressionLBFGS, LinearSVMGD, LogisticR
 __all__ = ["OBJECTIVES", "CurveFit", "Forecast", "JobCurve", "KMeansLloyd", "LinearRegressionLBFGS", "LinearSVMGD",
            "LogisticRegressionGD", "LossHistory", "LossPredictor", "RuntimeModel", "SlaqScheduler", "TrainingData",
            "TrainingJob", "allocate", "allocate_fair", "allocate_maxmin", "allocate_reduction", "epoch_curve", "exponential",
-           "normalized_deltas", "normalized_loss", "reduction_error", "reduction_fraction", "sublinear"]
+           "fit", "normalized_deltas", "normalized_loss", "reduction_error", "reduction_fraction", "sublinear"]

@@ -48,6 +48,11 @@ _log = logging.getLogger(__name__)
 AUTO = "auto"
 STRAWMAN = "strawman"
 PRIOR = "prior"
+CONVERGED = "converged"
+#: A last drop this small, relative to the job's largest, means the job has stopped improving:
+#: Lloyd's iterations repeat the same loss once assignments stop changing, and a fitted curve
+#: would go on predicting the drops it has seen.
+CONVERGED_DROP = 1e-9
 
 
 class RuntimeModel:
@@ -150,7 +155,8 @@ class Forecast:
     ----------
     method : str
         ``"sublinear"`` or ``"exponential"`` (a curve fit), ``"strawman"`` (repeat the last
-        drop) or ``"prior"`` (no drop yet: assume one largest drop per iteration).
+        drop), ``"converged"`` (the last iteration changed nothing: no more drops) or ``"prior"``
+        (no drop yet: assume one largest drop per iteration).
     fit : CurveFit or None
         The curve, when ``method`` is a family.
     last_loss, initial_loss : float
@@ -280,6 +286,8 @@ class LossPredictor:
         if not scale > 0:
             return Forecast(PRIOR, None, float(k[-1]), last, first, 1.0, 0.0, last)
         drops = history.deltas()
+        if abs(float(drops[-1])) <= CONVERGED_DROP * scale:
+            return Forecast(CONVERGED, None, float(k[-1]), last, first, scale, 0.0, last)
         drop = max(float(drops[-1]), 0.0)
         strawman = Forecast(STRAWMAN, None, float(k[-1]), last, first, scale, drop,
                             last - drop * (k[-1] - k[0]))

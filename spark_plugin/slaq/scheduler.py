@@ -23,6 +23,7 @@ that have had the fewest core-seconds so far get the cores, so it rotates rather
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 import time
@@ -183,6 +184,7 @@ class SlaqScheduler:
             LOG.warning("spark.scheduler.mode is not FAIR: SLAQ enforces cores by per-iteration parallelism only")
         self.jobs: dict[str, TrainingJob] = {}
         self.timeline: list[EpochRecord] = []
+        self._forecasts: dict[str, tuple] = {}  # job -> (reports fitted, Forecast), for the epoch thread
         self._lock = threading.Condition()
         self._poked = False
         self._stopped = False
@@ -250,7 +252,10 @@ class SlaqScheduler:
             active = self.active()
             if self.policy == "fair":  # least served first: the remainder rotates
                 active.sort(key=lambda j: (j.core_seconds, j.arrival_s))
-            curves = [self._curve(job) for job in active]
+            # Copies, so that curve fitting runs outside the lock: reports and core requests of
+            # every job would otherwise wait for all the fits of an epoch.
+            snapshots = [(job, copy.deepcopy(job.history), copy.deepcopy(job.runtime)) for job in active]
+        curves = [self._curve(*snapshot) for snapshot in snapshots]
         grant = allocate(curves, self.cores, objective=POLICIES[self.policy]) if curves else {}
         with self._lock:
             for job in active:
@@ -260,12 +265,15 @@ class SlaqScheduler:
         self.timeline.append(record)
         return record.cores
 
-    def _curve(self, job: TrainingJob) -> JobCurve:
+    def _curve(self, job: TrainingJob, history: LossHistory, runtime: RuntimeModel) -> JobCurve:
         if self.policy == "fair":
             return JobCurve(job.name, max_cores=job.max_cores)
         objective = "reduction" if self.policy == "slaq" else "loss"
-        forecast = self.predictor.forecast(job.history)
-        return JobCurve(job.name, epoch_curve(forecast, job.runtime, self.epoch_s, objective=objective),
+        reports, forecast = self._forecasts.get(job.name, (-1, None))
+        if reports != len(history):  # refit only when the job reported since the last epoch
+            forecast = self.predictor.forecast(history)
+            self._forecasts[job.name] = (len(history), forecast)
+        return JobCurve(job.name, epoch_curve(forecast, runtime, self.epoch_s, objective=objective),
                         weight=job.weight, max_cores=job.max_cores)
 
     def _poke(self) -> None:

@@ -29,7 +29,8 @@ from scipy.optimize import minimize
 class TrainingData:
     """Features (and labels) cached on the executors, one numpy block per partition.
 
-    Build it with :meth:`from_numpy`; ``partitions`` bounds the cores one iteration can use.
+    Build it with :meth:`from_dataframe` (any DataFrame: Parquet, a table, a pipeline's output) or
+    :meth:`from_numpy`; ``partitions`` bounds the cores one iteration can use.
     """
 
     def __init__(self, rdd, rows: int, features: int, partitions: int, directory: Path | None = None):
@@ -62,6 +63,55 @@ class TrainingData:
         rdd = sc.parallelize(paths, len(paths)).map(_load_block).cache()
         rdd.count()
         return cls(rdd, len(x), x.shape[1], len(paths), directory)
+
+    @classmethod
+    def from_dataframe(cls, df, features: str | list = "features", label: str | None = None, *,
+                       partitions: int | None = None) -> "TrainingData":
+        """Cache ``df``'s rows on the executors as numpy blocks, built where the rows are (nothing passes the driver).
+
+        ``features`` is a vector column (``pyspark.ml``'s ``VectorAssembler`` output) or a list of
+        numeric columns; ``label`` a numeric column or ``None`` (clustering). Each of
+        ``partitions`` (default: the DataFrame's own) becomes one cached block; a block an executor
+        loses is rebuilt from the DataFrame's lineage.
+
+        Raises
+        ------
+        ValueError
+            Naming the column that is missing or not numeric, or when ``df`` has no rows.
+        """
+        columns = [features] if isinstance(features, str) else list(features)
+        wanted = columns + ([label] if label else [])
+        types = dict(df.dtypes)
+        for name in wanted:
+            if name not in types:
+                raise ValueError(f"column {name!r} is not in the DataFrame (it has {sorted(types)}).")
+        vector = isinstance(features, str) and types[features] == "vector"
+        for name in wanted:
+            if not (name == features and vector) and not types[name].startswith(_NUMERIC):
+                raise ValueError(f"column {name!r} is {types[name]}, not numeric: pass a vector column "
+                                 f"or numeric columns (e.g. assemble them with pyspark.ml's VectorAssembler).")
+        rows = df.select(*wanted)
+        if partitions:
+            rows = rows.repartition(int(partitions)) if partitions > rows.rdd.getNumPartitions() else \
+                rows.coalesce(int(partitions))
+        has_label = label is not None
+
+        def to_block(part):
+            part = list(part)
+            if not part:
+                return
+            if vector:
+                x = np.array([r[0].toArray() for r in part], dtype=np.float64)
+            else:
+                x = np.array([r[:len(columns)] for r in part], dtype=np.float64)
+            y = np.array([r[-1] for r in part], dtype=np.float64) if has_label else None
+            yield x, y
+
+        rdd = rows.rdd.mapPartitions(to_block).cache()
+        shapes = rdd.map(lambda block: block[0].shape).collect()
+        if not shapes:
+            raise ValueError("the DataFrame has no rows to train on.")
+        return cls(rdd, sum(n for n, _ in shapes), shapes[0][1], rdd.getNumPartitions())
 
     def unpersist(self) -> None:
         """Drop the cached blocks and their files."""
@@ -105,6 +155,9 @@ class TrainingData:
         if len(candidates) < n:
             raise ValueError(f"cannot draw {n} rows from {rows}.")
         return candidates[np.random.default_rng(seed).choice(len(candidates), n, replace=False)]
+
+
+_NUMERIC = ("double", "float", "int", "bigint", "smallint", "tinyint", "boolean", "decimal")
 
 
 def _load_block(path: str):

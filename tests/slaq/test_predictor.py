@@ -196,3 +196,15 @@ def test_reduction_error_is_unit_free():
     assert reduction_error(10.0, 2.0, 2.4) == pytest.approx(0.05)
     assert reduction_error(10_000.0, 2_000.0, 2_400.0) == pytest.approx(0.05)
     assert np.isnan(reduction_error(1.0, 1.0, 0.9))
+
+
+def test_a_job_whose_loss_stopped_moving_is_predicted_to_gain_nothing():
+    # Lloyd's iterations on separated clusters: big drops, then the same loss once assignments settle.
+    history = LossHistory()
+    for k, loss in enumerate([40.0, 12.0, 6.0, 5.2, 5.05, 5.01, 5.01]):
+        history.record(k, loss)
+    forecast = LossPredictor().forecast(history)
+    assert forecast.method == "converged" and forecast.floor == 5.01
+    assert float(forecast.reduction(10)) == 0.0 and float(forecast.loss(10)) == 5.01
+    history.record(7, 4.0)  # it moved again: predictions resume
+    assert LossPredictor().forecast(history).method != "converged"

@@ -90,6 +90,15 @@ public final class SparkCompat {
   }
 
   /**
+   * The running SparkContext of this JVM, or null: {@code SparkContext.getActive} is private[spark]
+   * in Scala and public in bytecode (4.0-4.2); unlike {@code getOrCreate} it never starts one.
+   */
+  public static SparkContext activeContext() {
+    Option<SparkContext> active = org.apache.spark.SparkContext$.MODULE$.getActive();
+    return active.isDefined() ? active.get() : null;
+  }
+
+  /**
    * Adds {@code listener} on its own listener-bus queue, so that it neither slows nor is slowed by
    * other listeners. Its capacity is Spark's {@code spark.scheduler.listenerbus.eventqueue.<queue>.capacity}.
    * {@code LiveListenerBus.addToQueue} is private[spark] in Scala and public in bytecode (4.0-4.2).

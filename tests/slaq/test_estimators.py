@@ -1,0 +1,161 @@
+"""Unmodified pyspark.ml estimators under SLAQ: the model an unscheduled fit gives, the loss live.
+
+One two-executor ``local-cluster`` in FAIR mode with telemetry, so the fits' tasks can be read
+back. The input has 4 partitions and a lone job is granted both cores, so every fit is coalesced.
+"""
+
+import numpy as np
+import pyarrow.compute as pc
+import pytest
+from pyspark.ml.classification import GBTClassifier, LinearSVC, LogisticRegression, MultilayerPerceptronClassifier
+from pyspark.ml.clustering import GaussianMixture, KMeans
+from pyspark.ml.linalg import Vectors
+from pyspark.ml.regression import LinearRegression
+from sklearn.datasets import make_classification
+
+import spark_plugin
+from spark_plugin import slaq
+from spark_plugin.slaq.scheduler import SlaqScheduler
+
+SPARK_SESSION = dict(master="local-cluster[2,1,1024]", features=["telemetry"], conf={"spark.scheduler.mode": "FAIR"})
+
+
+@pytest.fixture(scope="module")
+def df(spark):
+    x, y = make_classification(1200, 6, n_informative=4, n_classes=3, random_state=3)
+    rows = [(Vectors.dense(r), float(label), float(label > 0), float(r @ np.arange(1, 7))) for r, label in zip(x, y)]
+    return spark.createDataFrame(rows, ["features", "class", "label", "target"]).repartition(4).cache()
+
+
+def _objective_history(model) -> list:
+    """The per-iteration objective an L-BFGS/OWL-QN model's training summary keeps, if it has one."""
+    summary = model.summary if getattr(model, "hasSummary", False) else None
+    return list(getattr(summary, "objectiveHistory", None) or [])
+
+
+#: estimator, whether a fit of the coalesced input is the reference (random draws per partition),
+#: and how two models are compared.
+CASES = {
+    "logistic-binomial": (lambda: LogisticRegression(maxIter=25, regParam=0.01), False, "coefficients"),
+    "logistic-multinomial": (lambda: LogisticRegression(maxIter=25, regParam=0.01, labelCol="class",
+                                                        family="multinomial"), False, "coefficientMatrix"),
+    "linear-regression": (lambda: LinearRegression(maxIter=25, regParam=0.1, elasticNetParam=0.5, solver="l-bfgs",
+                                                   labelCol="target"), False, "coefficients"),
+    "linear-svc": (lambda: LinearSVC(maxIter=25, regParam=0.01), False, "coefficients"),
+    "mlp": (lambda: MultilayerPerceptronClassifier(layers=[6, 5, 3], maxIter=25, seed=1, labelCol="class"),
+            True, "weights"),
+    "kmeans": (lambda: KMeans(k=4, maxIter=25, seed=1), True, "clusterCenters"),
+    "gaussian-mixture": (lambda: GaussianMixture(k=2, maxIter=25, seed=1), True, "gaussiansDF"),
+    "gbt": (lambda: GBTClassifier(maxIter=4, maxDepth=3, seed=1), False, "trees"),
+}
+
+
+def _same(a, b, attribute, df=None):
+    if attribute == "trees":  # same splits; thresholds are sums over rows, equal up to their order
+        assert [t.numNodes for t in a.trees] == [t.numNodes for t in b.trees]
+        np.testing.assert_allclose(a.treeWeights, b.treeWeights)
+        ra, rb = (np.array([r[0].toArray() for r in m.transform(df).select("rawPrediction").collect()]) for m in (a, b))
+        np.testing.assert_allclose(ra, rb, rtol=1e-9, atol=1e-12)
+    elif attribute == "gaussiansDF":
+        for ra, rb in zip(a.gaussiansDF.collect(), b.gaussiansDF.collect()):
+            np.testing.assert_allclose(ra["mean"].toArray(), rb["mean"].toArray(), rtol=1e-6, atol=1e-9)
+    elif attribute == "clusterCenters":
+        np.testing.assert_allclose(np.array(a.clusterCenters()), np.array(b.clusterCenters()), rtol=1e-9, atol=1e-12)
+    else:
+        va, vb = getattr(a, attribute), getattr(b, attribute)
+        np.testing.assert_allclose(va.toArray(), vb.toArray(), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_model_is_the_unscheduled_fit_and_every_iteration_reaches_the_predictor(spark, df, case):
+    make, by_partition, attribute = CASES[case]
+    reference = make().fit(df.coalesce(2) if by_partition else df)
+    tm = spark_plugin.telemetry(spark)
+    mark = tm.mark()
+    with SlaqScheduler(spark, cores=2, epoch_s=0.2) as scheduler, scheduler.job(case) as job:
+        model = slaq.fit(make(), df, job)
+    _same(model, reference, attribute, df)
+    losses = list(job.history.losses_)
+    assert len(losses) >= 3 and losses[-1] < losses[0]
+    history = _objective_history(model)
+    if history:  # the fed values are the ones the summary keeps, as logged (6 significant digits)
+        np.testing.assert_allclose(losses, history[-len(losses):], rtol=1e-5)
+    # Every Spark job of the fit ran in the job's group; stages over the input ran on at most the
+    # granted cores, one or more per iteration. The others are MLlib's own: its shuffles (the
+    # per-iteration sums of KMeans and GaussianMixture, a tree's split search) and the driver-side
+    # collections it parallelizes take spark.default.parallelism partitions, which SLAQ leaves.
+    tm.sync()
+    tasks = tm.records(since=mark)["task"]
+    mine = tasks.filter(pc.starts_with(tasks["jobGroup"], f"slaq-{case}-"))
+    assert len(mine) > 0
+    granted = int(mine["jobGroup"][0].as_py().rsplit("-c", 1)[1])
+    default_parallelism = spark.sparkContext.defaultParallelism
+    sizes = [len(mine.filter(pc.equal(mine["stageId"], stage))) for stage in pc.unique(mine["stageId"]).to_pylist()]
+    assert granted == 2 < default_parallelism and all(n <= granted or n == default_parallelism for n in sizes)
+    assert sum(n <= granted for n in sizes) >= len(losses)
+
+
+def test_fits_outside_slaq_and_unknown_estimators_report_nothing(spark, df, caplog):
+    from pyspark.ml.classification import DecisionTreeClassifier
+
+    LogisticRegression(maxIter=5).fit(df)  # no job: its lines are dropped
+    with SlaqScheduler(spark, cores=2, epoch_s=0.2) as scheduler, scheduler.job("tree") as job:
+        model = slaq.fit(DecisionTreeClassifier(maxDepth=2), df, job)
+    assert model.depth == 2 and len(job.history) == 0
+    assert "SLAQ cannot see the iterations of DecisionTreeClassifier" in caplog.text
+    feed = spark.sparkContext._jvm.dev.sparkrm.slaq.ObjectiveFeed.install()
+    assert list(feed.drain("tree")) == [] and list(feed.drain("None")) == []
+
+
+def test_a_held_fit_waits_at_its_next_iteration_boundary_until_released(spark):
+    """The JVM holds the thread that logs an iteration while its job is held, and only that thread."""
+    import threading
+
+    from tests.helpers import eventually
+
+    sc = spark.sparkContext
+    feed = sc._jvm.dev.sparkrm.slaq.ObjectiveFeed.install()
+    logger = sc._jvm.org.apache.logging.log4j.LogManager.getLogger("breeze.optimize.LBFGS")
+    passed = threading.Event()
+
+    def iteration_boundary():  # what L-BFGS does after each iteration, on the fitting thread
+        sc.setLocalProperty("sparkrm.slaq.job", "held-job")
+        logger.info("Val and Grad Norm: 0.25 (rel: 0.1) 0.01")
+        passed.set()
+        sc.setLocalProperty("sparkrm.slaq.job", None)
+
+    feed.hold("held-job", True)
+    fitting = threading.Thread(target=iteration_boundary)
+    fitting.start()
+    logged = []
+    eventually(lambda: logged.extend(feed.drain("held-job")) or logged, timeout=60)
+    assert logged[0] == 0.25 and fitting.is_alive() and not passed.is_set()  # logged, then held
+    logger.info("Val and Grad Norm: 0.5 (rel: 0.1) 0.01")  # this thread has no job: neither held nor fed
+    feed.hold("held-job", False)
+    fitting.join(timeout=60)
+    assert passed.is_set() and list(feed.drain("held-job")) == []
+    feed.close("held-job")
+
+
+def test_dataframes_feed_the_packages_own_trainers_without_the_driver(spark, df):
+    from spark_plugin.slaq.trainers import LogisticRegressionGD, TrainingData
+
+    rows = df.select("features", "label").collect()
+    x = np.array([r["features"].toArray() for r in rows])
+    y = np.array([r["label"] for r in rows])
+    from_numpy = TrainingData.from_numpy(spark.sparkContext, x, y, partitions=4)
+    from_vectors = TrainingData.from_dataframe(df, "features", "label")
+    assert (from_vectors.rows, from_vectors.features, from_vectors.partitions) == (1200, 6, 4)
+    expected = LogisticRegressionGD(step=1.0, max_iter=15).fit(from_numpy)
+    got = LogisticRegressionGD(step=1.0, max_iter=15).fit(from_vectors)
+    np.testing.assert_allclose(got.coef_, expected.coef_, rtol=1e-9, atol=1e-12)
+    flat = spark.createDataFrame([(float(a), float(b), int(c)) for a, b, c in zip(x[:, 0], x[:, 1], y)],
+                                 ["a", "b", "y"])
+    two = TrainingData.from_dataframe(flat, ["a", "b"], "y", partitions=3)
+    assert (two.rows, two.features, two.partitions) == (1200, 2, 3)
+    with pytest.raises(ValueError, match="column 'nope' is not in the DataFrame"):
+        TrainingData.from_dataframe(df, "features", "nope")
+    with pytest.raises(ValueError, match="column 'name' is string, not numeric"):
+        TrainingData.from_dataframe(flat.selectExpr("a", "'x' AS name"), ["a", "name"])
+    for data in (from_numpy, from_vectors, two):
+        data.unpersist()
