@@ -1,6 +1,7 @@
 """SLAQ vs the fair baseline on real Spark training jobs, at several loads, in the same application.
 
     python -m benchmarks.slaq workload --loads 6,3,1.5 --jobs 12 --rows 200000
+    python -m benchmarks.slaq mllib --seeds 0,1,2   # unmodified pyspark.ml estimators through slaq.fit (mllib.py)
     python -m benchmarks.slaq rescale        # the cross-application coordinator's costs (rescale.py)
     python -m benchmarks.slaq simulate RUN.json --cores 32   # replay a run's curves on more cores (simulate.py)
 
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import threading
 import time
 from pathlib import Path
 
@@ -27,7 +27,7 @@ from benchmarks.common import result_path, run_metadata, write_json
 
 from . import metrics
 from .report import write_report
-from .workload import JobSpec, datasets, generate, trainer
+from .workload import JobSpec, datasets, generate, run_arrivals, trace, trainer
 
 POLICIES = ("fair", "slaq")
 
@@ -43,29 +43,15 @@ def run_workload(spark, data: dict, specs: list[JobSpec], policy: str, cores: in
     """Run ``specs`` (arriving on time) under ``policy``; returns traces and decisions."""
     from spark_plugin.slaq.scheduler import SlaqScheduler
 
-    traces, errors = {}, []
+    traces = {}
     with SlaqScheduler(spark, cores=cores, policy=policy, epoch_s=epoch_s) as slaq:
         def train(spec: JobSpec):
-            try:
-                with slaq.job(spec.name, max_cores=data[spec.kind].partitions) as job:
-                    trainer(spec).fit(data[spec.kind], job)
-                    h = job.history
-                    traces[spec.name] = {"kind": spec.kind, "arrival_s": job.arrival_s,
-                                         "points": [[float(t), float(l)] for t, l in zip(h.times_, h.losses_)],
-                                         "cpu_s": float(np.nansum(h.cpu_times_))}
-                progress(spec.name)
-            except Exception as e:  # a failed job is reported, never silently dropped
-                errors.append(f"{spec.name}: {e!r}")
+            with slaq.job(spec.name, max_cores=data[spec.kind].partitions) as job:
+                trainer(spec).fit(data[spec.kind], job)
+                traces[spec.name] = {**trace(spec, job), "cpu_s": float(np.nansum(job.history.cpu_times_))}
+            progress(spec.name)
 
-        threads, start = [], slaq.clock()
-        for spec in specs:
-            time.sleep(max(0.0, spec.arrival_s - (slaq.clock() - start)))
-            threads.append(threading.Thread(target=train, args=(spec,), name=f"slaq-{spec.name}"))
-            threads[-1].start()
-        for t in threads:
-            t.join()
-    if errors:
-        raise RuntimeError(f"{len(errors)} {policy} jobs failed: {errors}")
+        run_arrivals(slaq, specs, train, policy)
     decisions = [r.decision_ms for r in slaq.timeline]
     return {"traces": traces, "decisions": len(decisions),
             "decision_ms": {"median": statistics.median(decisions), "max": max(decisions)},
@@ -143,6 +129,15 @@ def main(argv=None) -> int:
     w.add_argument("--executors", type=int, default=2, help="executor JVMs, one core each (default 2)")
     w.add_argument("--rows", type=int, default=200_000, help="rows of each generated data set (default 200000)")
     w.add_argument("--seed", type=int, default=0)
+    m = sub.add_parser("mllib", help="SLAQ vs fair on pyspark.ml estimators fitted by slaq.fit, several seeds")
+    m.add_argument("--seeds", type=lambda s: [int(x) for x in s.split(",")], default=[0, 1, 2],
+                   help="workload seeds; policy order alternates between them (default 0,1,2)")
+    m.add_argument("--loads", type=lambda s: [float(x) for x in s.split(",")], default=[8.0, 4.0, 2.0],
+                   help="mean seconds between arrivals (default 8,4,2)")
+    m.add_argument("--jobs", type=int, default=8, help="jobs per run (default 8)")
+    m.add_argument("--rows", type=int, default=40_000, help="rows of each generated data set (default 40000)")
+    m.add_argument("--epoch", type=float, default=1.0, help="scheduling epoch in seconds (default 1)")
+    m.add_argument("--executors", type=int, default=2, help="executor JVMs, one core each (default 2)")
     r = sub.add_parser("rescale", help="executor resize latency and cache loss under the cross-application coordinator")
     r.add_argument("--rows", type=int, default=200_000, help="rows of the cached data set (default 200000)")
     r.add_argument("--rounds", type=int, default=3, help="shrink-and-grow rounds (default 3)")
@@ -158,13 +153,13 @@ def main(argv=None) -> int:
     sim.add_argument("--work", type=float, default=20.0,
                      help="multiplies recorded CPU per iteration, for data sets bigger than this machine's (default 20)")
     sim.add_argument("--seed", type=int, default=0)
-    for p in (w, r, sim):
+    for p in (w, m, r, sim):
         p.add_argument("--out", type=Path, default=None, help="output folder (default benchmarks/results/slaq)")
     args = parser.parse_args(argv)
-    if args.kind in ("rescale", "simulate"):
-        from . import rescale, simulate
+    if args.kind in ("mllib", "rescale", "simulate"):
+        from . import mllib, rescale, simulate
 
-        (rescale if args.kind == "rescale" else simulate).run(args)
+        {"mllib": mllib, "rescale": rescale, "simulate": simulate}[args.kind].run(args)
         return 0
     unknown = [p for p in args.policies if p not in ("slaq", "maxmin", "fair")]
     if unknown or args.jobs < 1 or args.epoch <= 0 or args.executors < 1 or any(l <= 0 for l in args.loads):
@@ -190,8 +185,8 @@ def main(argv=None) -> int:
         spark.stop()
     errors = {}
     for load, by_policy in runs.items():
-        for name, trace in next(iter(by_policy.values()))["traces"].items():
-            errors.setdefault(trace["kind"], []).append(metrics.prediction_errors([p[1] for p in trace["points"]]))
+        for job in next(iter(by_policy.values()))["traces"].values():
+            errors.setdefault(job["kind"], []).append(metrics.prediction_errors([p[1] for p in job["points"]]))
     payload = {"meta": meta, "cores": cores, "runs": runs, "runtime_scaling": scaling,
                "prediction_errors": {kind: _mean_errors(e) for kind, e in errors.items()},
                "synthetic_prediction_errors": synthetic_prediction_errors(), "decision_time": decision_time()}

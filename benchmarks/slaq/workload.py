@@ -9,6 +9,8 @@ Sizes are chosen so an iteration takes roughly 50-500 ms on this machine's two c
 from __future__ import annotations
 
 import random
+import threading
+import time
 from dataclasses import dataclass, field
 
 KINDS = ("logreg", "svm", "linreg", "kmeans")
@@ -41,6 +43,40 @@ def _params(kind: str, rng: random.Random) -> dict:
     if kind == "linreg":
         return {"reg": rng.choice([1e-4, 1e-2]), "max_iter": 30}
     return {"n_clusters": rng.choice([8, 16, 24]), "max_iter": 30, "seed": rng.randrange(1000)}
+
+
+def run_arrivals(scheduler, specs: list[JobSpec], train, label: str) -> None:
+    """Call ``train(spec)`` in a thread of its own at each spec's arrival time; wait for all of them.
+
+    Raises
+    ------
+    RuntimeError
+        Naming every job that failed (a failed job is reported, never silently dropped).
+    """
+    errors = []
+
+    def guarded(spec: JobSpec):
+        try:
+            train(spec)
+        except Exception as e:
+            errors.append(f"{spec.name}: {e!r}")
+
+    threads, start = [], scheduler.clock()
+    for spec in specs:
+        time.sleep(max(0.0, spec.arrival_s - (scheduler.clock() - start)))
+        threads.append(threading.Thread(target=guarded, args=(spec,), name=f"slaq-{spec.name}"))
+        threads[-1].start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise RuntimeError(f"{len(errors)} {label} jobs failed: {errors}")
+
+
+def trace(spec: JobSpec, job) -> dict:
+    """A finished job's record for :mod:`.metrics`: kind, arrival and its ``[time, loss]`` reports."""
+    h = job.history
+    return {"kind": spec.kind, "arrival_s": job.arrival_s,
+            "points": [[float(t), float(v)] for t, v in zip(h.times_, h.losses_)]}
 
 
 def trainer(spec: JobSpec):

@@ -66,3 +66,21 @@ def test_the_simulation_replays_every_iteration_of_every_job_in_order(policy):
         times = [t for t, _ in trace["points"]]
         assert times == sorted(times) and times[0] > trace["arrival_s"]
         assert [loss for _, loss in trace["points"]] in ([1.0 / (k + 1) for k in range(20)], [0.8 ** k for k in range(10)])
+
+
+def test_mllib_comparison_gives_per_seed_ratios_and_a_t_interval():
+    from benchmarks.slaq import mllib
+
+    def run(t90, t95, loss):
+        return {"summary": {"time_to_90_s": t90, "time_to_95_s": t95, "avg_normalized_loss": loss}}
+
+    runs = {"2.0": {"0": {"fair": run(10, 20, 0.5), "slaq": run(5, 10, 0.25)},
+                    "1": {"fair": run(10, 20, 0.5), "slaq": run(7, 14, 0.35)},
+                    "2": {"fair": run(10, 20, 0.5), "slaq": run(6, None, 0.3)}}}
+    comparison = mllib.compare(runs)["2.0"]
+    assert comparison["time_to_90_s"]["per_seed"] == [0.5, 0.7, 0.6]
+    assert comparison["time_to_95_s"]["per_seed"] == [0.5, 0.7]  # a seed without the value is left out
+    ci = comparison["avg_normalized_loss"]
+    assert ci["mean"] == pytest.approx(0.6) and ci["low"] == pytest.approx(0.6 - 4.303 * 0.1 / 3 ** 0.5)
+    assert ci["high"] < 1  # all three seeds gained: the interval excludes 1
+    assert mllib.interval([0.8])["low"] is None

@@ -1,0 +1,161 @@
+"""SLAQ vs the fair share on unmodified pyspark.ml estimators (``slaq.fit``), several seeds and loads.
+
+    python -m benchmarks.slaq mllib --seeds 0,1,2 --loads 8,4,2 --jobs 8 --rows 40000
+
+Each job is a pyspark.ml estimator (LogisticRegression, LinearSVC, LinearRegression with L-BFGS,
+KMeans; hyperparameters drawn per seed by :func:`.workload.generate`) fitted by
+:func:`spark_plugin.slaq.fit` on a cached DataFrame, its objective fed live to SLAQ. For every
+seed and load the same jobs run under each policy, one run after another in one application, in
+the order fair, slaq for even seed indices and slaq, fair for odd ones. Per run: mean time to 90%
+and 95% loss reduction and the time-averaged normalized loss (:mod:`.metrics`); per load, the
+slaq/fair ratio of each, per seed and as a mean with a 95% t-interval over seeds.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+from benchmarks.common import markdown_table, report_header, result_path, run_metadata, write_json, write_markdown
+
+from . import metrics
+from .workload import JobSpec, generate, run_arrivals, trace
+
+#: Two-sided 97.5% quantiles of Student's t by degrees of freedom (a 95% interval over seeds).
+_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
+METRICS = ("time_to_90_s", "time_to_95_s", "avg_normalized_loss")
+
+
+def estimator(spec: JobSpec):
+    """The pyspark.ml estimator a job fits (iteration counts as in the trainers' workload)."""
+    from pyspark.ml.classification import LinearSVC, LogisticRegression
+    from pyspark.ml.clustering import KMeans
+    from pyspark.ml.regression import LinearRegression
+
+    p = spec.params
+    if spec.kind == "logreg":
+        return LogisticRegression(maxIter=p["max_iter"], regParam=p["reg"], tol=1e-9)
+    if spec.kind == "svm":
+        return LinearSVC(maxIter=p["max_iter"], regParam=p["reg"], tol=1e-9)
+    if spec.kind == "linreg":
+        return LinearRegression(maxIter=p["max_iter"], regParam=p["reg"], solver="l-bfgs", tol=1e-9)
+    return KMeans(k=p["n_clusters"], maxIter=p["max_iter"], seed=p["seed"], tol=1e-9)
+
+
+def dataframes(spark, rows: int, partitions: int) -> dict:
+    """One cached DataFrame per kind (``features`` and ``label``), ``rows`` generated rows each."""
+    import numpy as np
+    from pyspark.ml.linalg import Vectors
+    from sklearn.datasets import make_blobs, make_classification, make_regression
+
+    def frame(x, y):
+        data = [(Vectors.dense(r), float(v)) for r, v in zip(x, y)]
+        df = spark.createDataFrame(data, ["features", "label"]).repartition(partitions).cache()
+        df.count()
+        return df
+
+    x, y = make_classification(rows, 20, n_informative=10, random_state=0)
+    classification = frame(x, y)
+    x, y = make_regression(rows, 20, effective_rank=6, tail_strength=0.6, noise=1.0, random_state=1)
+    regression = frame(x / x.std(0), y / y.std())
+    x, _ = make_blobs(rows, 10, centers=16, random_state=2)
+    clusters = frame(x, np.zeros(rows))
+    return {"logreg": classification, "svm": classification, "linreg": regression, "kmeans": clusters}
+
+
+def run_policy(spark, frames: dict, specs: list[JobSpec], policy: str, cores: int, epoch_s: float) -> dict:
+    """Fit ``specs`` (arriving on time) under ``policy``; returns each job's ``[time, loss]`` trace."""
+    from spark_plugin import slaq
+
+    traces = {}
+    with slaq.SlaqScheduler(spark, cores=cores, policy=policy, epoch_s=epoch_s) as scheduler:
+        def train(spec: JobSpec):
+            with scheduler.job(spec.name) as job:
+                slaq.fit(estimator(spec), frames[spec.kind], job)
+                traces[spec.name] = trace(spec, job)
+
+        run_arrivals(scheduler, specs, train, policy)
+    return {"traces": traces, "summary": metrics.summarize([t for t in traces.values() if len(t["points"]) > 1])}
+
+
+def interval(values: list[float]) -> dict:
+    """Mean and 95% t-interval of ``values`` (one per seed)."""
+    mean = statistics.fmean(values)
+    if len(values) < 2:
+        return {"mean": mean, "low": None, "high": None}
+    half = _T975.get(len(values) - 1, 1.96) * statistics.stdev(values) / len(values) ** 0.5
+    return {"mean": mean, "low": mean - half, "high": mean + half}
+
+
+def compare(runs: dict) -> dict:
+    """Per load and metric: slaq/fair ratio per seed and its interval over seeds."""
+    out = {}
+    for load, by_seed in runs.items():
+        for key in METRICS:
+            ratios = [r["slaq"]["summary"][key] / r["fair"]["summary"][key] for r in by_seed.values()
+                      if r["slaq"]["summary"][key] and r["fair"]["summary"][key]]
+            if ratios:
+                out.setdefault(load, {})[key] = {"per_seed": ratios, **interval(ratios)}
+    return out
+
+
+def run(args) -> Path:
+    import spark_plugin
+    from tqdm import tqdm
+
+    meta = run_metadata(vars(args) | {"out": str(args.out)})
+    conf = {"spark.driver.memory": "2g", "spark.ui.showConsoleProgress": "false", "spark.scheduler.mode": "FAIR"}
+    spark = spark_plugin.session(f"local-cluster[{args.executors},1,2048]", features=["telemetry"], conf=conf)
+    cores = spark.sparkContext.defaultParallelism
+    runs: dict = {}
+    try:
+        frames = dataframes(spark, args.rows, 2 * cores)
+        with tqdm(total=len(args.seeds) * len(args.loads) * 2, desc="SLAQ on pyspark.ml", unit="run") as bar:
+            for index, seed in enumerate(args.seeds):
+                for load in args.loads:
+                    specs = generate(args.jobs, load, seed)
+                    for policy in (("fair", "slaq") if index % 2 == 0 else ("slaq", "fair")):
+                        bar.set_postfix_str(f"seed {seed}, gap {load:g} s, {policy}")
+                        runs.setdefault(str(load), {}).setdefault(str(seed), {})[policy] = \
+                            run_policy(spark, frames, specs, policy, cores, args.epoch)
+                        bar.update()
+    finally:
+        spark.stop()
+    payload = {"meta": meta, "cores": cores, "runs": runs, "comparison": compare(runs)}
+    path = write_json(result_path("slaq", "mllib.json", meta, args.out), payload)
+    print(f"wrote {path} and {write_report(path)}")
+    return path
+
+
+def write_report(json_path: Path) -> Path:
+    import json
+
+    data = json.loads(Path(json_path).read_text())
+    conf = data["meta"]["conf"]
+    rows = []
+    for load, by_metric in data["comparison"].items():
+        per_policy = {p: {k: statistics.fmean(r[p]["summary"][k] for r in data["runs"][load].values()
+                                              if r[p]["summary"][k] is not None) for k in METRICS}
+                      for p in ("fair", "slaq")}
+        for key in METRICS:
+            c = by_metric.get(key)
+            if c is None:
+                continue
+            excludes = c["low"] is not None and (c["high"] < 1 or c["low"] > 1)
+            rows.append([f"{float(load):g} s", key, f"{per_policy['fair'][key]:.3g}", f"{per_policy['slaq'][key]:.3g}",
+                         " ".join(f"{r:.2f}" for r in c["per_seed"]),
+                         f"{c['mean']:.2f} [{_fmt(c['low'])}, {_fmt(c['high'])}]", "yes" if excludes else "no"])
+    md = report_header(data["meta"], "SLAQ on unmodified pyspark.ml estimators vs the fair share") + [
+        f"{conf['jobs']} jobs per run (LogisticRegression, LinearSVC, LinearRegression with L-BFGS, KMeans via "
+        f"`slaq.fit`; {conf['rows']} generated rows each), Poisson arrivals, {data['cores']} cores "
+        f"(`local-cluster[{conf['executors']},1,2048]`, FAIR), {conf['epoch']:g} s epochs, seeds "
+        f"{', '.join(map(str, conf['seeds']))} (policy order alternated by seed). Times from arrival to X% of the "
+        "job's loss reduction, averaged over jobs; normalized loss averaged over active jobs and time. "
+        "Ratio slaq / fair per seed, then its mean with a 95% t-interval over seeds.", "",
+        markdown_table(["mean gap", "metric", "fair (mean)", "slaq (mean)", "slaq/fair per seed",
+                        "mean [95% interval]", "interval excludes 1"], rows), ""]
+    return write_markdown(json_path, md)
+
+
+def _fmt(v):
+    return "-" if v is None else f"{v:.2f}"
