@@ -1,6 +1,7 @@
 """SLAQ vs the fair share on unmodified pyspark.ml estimators (``slaq.fit``), several seeds and loads.
 
     python -m benchmarks.slaq mllib --seeds 0,1,2 --loads 8,4,2 --jobs 8 --rows 40000
+    python -m benchmarks.slaq mllib-cost --repeat 5     # what the live feed costs one fit alone
 
 Each job is a pyspark.ml estimator (LogisticRegression, LinearSVC, LinearRegression with L-BFGS,
 KMeans; hyperparameters drawn per seed by :func:`.workload.generate`) fitted by
@@ -14,6 +15,7 @@ slaq/fair ratio of each, per seed and as a mean with a 95% t-interval over seeds
 from __future__ import annotations
 
 import statistics
+import time
 from pathlib import Path
 
 from benchmarks.common import markdown_table, report_header, result_path, run_metadata, write_json, write_markdown
@@ -76,6 +78,56 @@ def run_policy(spark, frames: dict, specs: list[JobSpec], policy: str, cores: in
 
         run_arrivals(scheduler, specs, train, policy)
     return {"traces": traces, "summary": metrics.summarize([t for t in traces.values() if len(t["points"]) > 1])}
+
+
+def feed_cost(args) -> Path:
+    """Wall time of ``slaq.fit`` alone on every core against ``estimator.fit``, alternated, ``repeat`` times each.
+
+    The feed itself is a log line per iteration; GBTs also pay for the training error MLlib
+    computes only when its DEBUG line is on (one more pass over the data per tree).
+    """
+    import spark_plugin
+    from pyspark.ml.classification import GBTClassifier, LogisticRegression
+    from pyspark.ml.clustering import KMeans
+    from spark_plugin import slaq
+
+    meta = run_metadata(vars(args) | {"out": str(args.out)})
+    spark = spark_plugin.session(f"local-cluster[{args.executors},1,2048]", features=[],
+                                 conf={"spark.driver.memory": "2g", "spark.ui.showConsoleProgress": "false"})
+    cores = spark.sparkContext.defaultParallelism
+    cases = {"LogisticRegression": (lambda: LogisticRegression(maxIter=30, tol=1e-9), "logreg"),
+             "KMeans": (lambda: KMeans(k=16, maxIter=20, tol=1e-9, seed=1), "kmeans"),
+             "GBTClassifier": (lambda: GBTClassifier(maxIter=10, maxDepth=4, seed=1), "logreg")}
+    results = {}
+    try:
+        frames = dataframes(spark, args.rows, cores)
+        for name, (make, kind) in cases.items():
+            df = frames[kind]
+            make().fit(df)  # warm-up
+            times = {"plain": [], "slaq": []}
+            for rep in range(args.repeat):
+                for way in (("plain", "slaq") if rep % 2 == 0 else ("slaq", "plain")):
+                    started = time.perf_counter()
+                    if way == "plain":
+                        make().fit(df)
+                    else:
+                        with slaq.SlaqScheduler(spark, cores=cores) as scheduler, scheduler.job(name) as job:
+                            slaq.fit(make(), df, job)
+                    times[way].append(time.perf_counter() - started)
+            ratios = [s / p for s, p in zip(times["slaq"], times["plain"])]
+            results[name] = {**times, "ratio": interval(ratios)}
+    finally:
+        spark.stop()
+    path = write_json(result_path("slaq", "mllib-cost.json", meta, args.out), {"meta": meta, "cases": results})
+    rows = [[name, f"{statistics.median(r['plain']):.2f}", f"{statistics.median(r['slaq']):.2f}",
+             f"{r['ratio']['mean']:.3f} [{_fmt(r['ratio']['low'])}, {_fmt(r['ratio']['high'])}]"]
+            for name, r in results.items()]
+    md = report_header(meta, "What slaq.fit costs a fit alone") + [
+        f"{args.rows} rows, `local-cluster[{args.executors},1,2048]`, {args.repeat} alternated runs of each way "
+        "after a warm-up; ratio slaq.fit / fit per pair, mean with 95% t-interval.", "",
+        markdown_table(["estimator", "fit median s", "slaq.fit median s", "ratio"], rows), ""]
+    print(f"wrote {path} and {write_markdown(path, md)}")
+    return path
 
 
 def interval(values: list[float]) -> dict:

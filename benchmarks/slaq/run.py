@@ -138,6 +138,10 @@ def main(argv=None) -> int:
     m.add_argument("--rows", type=int, default=40_000, help="rows of each generated data set (default 40000)")
     m.add_argument("--epoch", type=float, default=1.0, help="scheduling epoch in seconds (default 1)")
     m.add_argument("--executors", type=int, default=2, help="executor JVMs, one core each (default 2)")
+    mc = sub.add_parser("mllib-cost", help="what slaq.fit's live feed costs one pyspark.ml fit alone")
+    mc.add_argument("--repeat", type=int, default=5, help="alternated runs of each way (default 5)")
+    mc.add_argument("--rows", type=int, default=40_000, help="rows of each generated data set (default 40000)")
+    mc.add_argument("--executors", type=int, default=2, help="executor JVMs, one core each (default 2)")
     r = sub.add_parser("rescale", help="executor resize latency and cache loss under the cross-application coordinator")
     r.add_argument("--rows", type=int, default=200_000, help="rows of the cached data set (default 200000)")
     r.add_argument("--rounds", type=int, default=3, help="shrink-and-grow rounds (default 3)")
@@ -153,13 +157,14 @@ def main(argv=None) -> int:
     sim.add_argument("--work", type=float, default=20.0,
                      help="multiplies recorded CPU per iteration, for data sets bigger than this machine's (default 20)")
     sim.add_argument("--seed", type=int, default=0)
-    for p in (w, m, r, sim):
+    for p in (w, m, mc, r, sim):
         p.add_argument("--out", type=Path, default=None, help="output folder (default benchmarks/results/slaq)")
     args = parser.parse_args(argv)
-    if args.kind in ("mllib", "rescale", "simulate"):
+    if args.kind in ("mllib", "mllib-cost", "rescale", "simulate"):
         from . import mllib, rescale, simulate
 
-        {"mllib": mllib, "rescale": rescale, "simulate": simulate}[args.kind].run(args)
+        {"mllib": mllib.run, "mllib-cost": mllib.feed_cost, "rescale": rescale.run,
+         "simulate": simulate.run}[args.kind](args)
         return 0
     unknown = [p for p in args.policies if p not in ("slaq", "maxmin", "fair")]
     if unknown or args.jobs < 1 or args.epoch <= 0 or args.executors < 1 or any(l <= 0 for l in args.loads):
