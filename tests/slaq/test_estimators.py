@@ -36,16 +36,16 @@ def _objective_history(model) -> list:
 #: estimator, whether a fit of the coalesced input is the reference (random draws per partition),
 #: and how two models are compared.
 CASES = {
-    "logistic-binomial": (lambda: LogisticRegression(maxIter=25, regParam=0.01), False, "coefficients"),
-    "logistic-multinomial": (lambda: LogisticRegression(maxIter=25, regParam=0.01, labelCol="class",
+    "logistic-binomial": (lambda: LogisticRegression(maxIter=15, regParam=0.01), False, "coefficients"),
+    "logistic-multinomial": (lambda: LogisticRegression(maxIter=15, regParam=0.01, labelCol="class",
                                                         family="multinomial"), False, "coefficientMatrix"),
-    "linear-regression": (lambda: LinearRegression(maxIter=25, regParam=0.1, elasticNetParam=0.5, solver="l-bfgs",
+    "linear-regression": (lambda: LinearRegression(maxIter=15, regParam=0.1, elasticNetParam=0.5, solver="l-bfgs",
                                                    labelCol="target"), False, "coefficients"),
-    "linear-svc": (lambda: LinearSVC(maxIter=25, regParam=0.01), False, "coefficients"),
-    "mlp": (lambda: MultilayerPerceptronClassifier(layers=[6, 5, 3], maxIter=25, seed=1, labelCol="class"),
+    "linear-svc": (lambda: LinearSVC(maxIter=15, regParam=0.01), False, "coefficients"),
+    "mlp": (lambda: MultilayerPerceptronClassifier(layers=[6, 5, 3], maxIter=15, seed=1, labelCol="class"),
             True, "weights"),
-    "kmeans": (lambda: KMeans(k=4, maxIter=25, seed=1), True, "clusterCenters"),
-    "gaussian-mixture": (lambda: GaussianMixture(k=2, maxIter=25, seed=1), True, "gaussiansDF"),
+    "kmeans": (lambda: KMeans(k=4, maxIter=15, seed=1), True, "clusterCenters"),
+    "gaussian-mixture": (lambda: GaussianMixture(k=2, maxIter=15, seed=1), True, "gaussiansDF"),
     "gbt": (lambda: GBTClassifier(maxIter=4, maxDepth=3, seed=1), False, "trees"),
 }
 
@@ -146,8 +146,8 @@ def test_dataframes_feed_the_packages_own_trainers_without_the_driver(spark, df)
     from_numpy = TrainingData.from_numpy(spark.sparkContext, x, y, partitions=4)
     from_vectors = TrainingData.from_dataframe(df, "features", "label")
     assert (from_vectors.rows, from_vectors.features, from_vectors.partitions) == (1200, 6, 4)
-    expected = LogisticRegressionGD(step=1.0, max_iter=15).fit(from_numpy)
-    got = LogisticRegressionGD(step=1.0, max_iter=15).fit(from_vectors)
+    expected = LogisticRegressionGD(step=1.0, max_iter=5).fit(from_numpy)
+    got = LogisticRegressionGD(step=1.0, max_iter=5).fit(from_vectors)
     np.testing.assert_allclose(got.coef_, expected.coef_, rtol=1e-9, atol=1e-12)
     flat = spark.createDataFrame([(float(a), float(b), int(c)) for a, b, c in zip(x[:, 0], x[:, 1], y)],
                                  ["a", "b", "y"])
