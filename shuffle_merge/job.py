@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+from spark_plugin import local_properties
 from spark_plugin.config import JOB_PREFIX
 from spark_plugin.keys import KEYS
 
@@ -50,14 +51,10 @@ def job_settings(spark, **settings):
         KEYS[key].parse(value)
     properties = {job_property(key): value for key, value in values.items()}
     sc = spark.sparkContext
-    previous = {name: sc.getLocalProperty(name) for name in properties}
-    for name, value in properties.items():
-        sc.setLocalProperty(name, value)
-    try:
+    with local_properties.restored(sc, properties):
+        for name, value in properties.items():
+            sc.setLocalProperty(name, value)
         yield
-    finally:
-        for key, value in previous.items():
-            sc.setLocalProperty(key, value)
 
 
 def job_property(key: str) -> str:

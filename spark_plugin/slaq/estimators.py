@@ -33,6 +33,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+from .. import local_properties
+
 LOG = logging.getLogger(__name__)
 
 #: Local property the JVM feed reads on the fitting thread (``ObjectiveFeed.JOB_PROPERTY``).
@@ -92,21 +94,19 @@ def fit(estimator, df, job, *, params: dict | None = None, keep_partitions: bool
                     "step on the cores granted when it starts; supported: %s", kind, ", ".join(sorted(OBJECTIVES)))
     sc = df.sparkSession.sparkContext
     # The job's group, pool and name are this thread's until the fit ends; then the caller's again.
-    saved = {key: sc.getLocalProperty(key) for key in _THREAD_PROPERTIES}
-    cores = job.wait_for_cores()
-    if not keep_partitions and df.rdd.getNumPartitions() > cores:
-        df = df.coalesce(cores)
-    feed = sc._jvm.dev.sparkrm.slaq.ObjectiveFeed.install()
-    relay = _Relay(feed, job, objective, cores, poll_s)
-    sc.setLocalProperty(JOB_PROPERTY, job.name)
-    relay.start()
-    try:
-        return estimator.fit(df, params) if params is not None else estimator.fit(df)
-    finally:
-        relay.stop()
-        feed.close(job.name)
-        for key, value in saved.items():
-            sc.setLocalProperty(key, value)
+    with local_properties.restored(sc, _THREAD_PROPERTIES):
+        cores = job.wait_for_cores()
+        if not keep_partitions and df.rdd.getNumPartitions() > cores:
+            df = df.coalesce(cores)
+        feed = sc._jvm.dev.sparkrm.slaq.ObjectiveFeed.install()
+        relay = _Relay(feed, job, objective, cores, poll_s)
+        sc.setLocalProperty(JOB_PROPERTY, job.name)
+        relay.start()
+        try:
+            return estimator.fit(df, params) if params is not None else estimator.fit(df)
+        finally:
+            relay.stop()
+            feed.close(job.name)
 
 
 class _Relay:
@@ -114,7 +114,7 @@ class _Relay:
 
     def __init__(self, feed, job, objective: Objective | None, cores: int, poll_s: float):
         self.feed, self.job, self.objective, self.cores, self.poll_s = feed, job, objective, cores, poll_s
-        self.iteration = len(job.history.losses_)  # a job may fit several models: keep counting
+        self.iteration = len(job.history)  # a job may fit several models: keep counting
         self._last_ms = time.time() * 1000.0
         self._held_since: float | None = None  # epoch ms the fit was last held, while it is
         self._held_ms = 0.0  # time held since the last reported iteration: not the iteration's
@@ -135,10 +135,13 @@ class _Relay:
             self._hold(not self.job.finished and self.job.cores < self.cores)
 
     def _hold(self, hold: bool) -> None:
+        """Tell the JVM when the fit's hold changes (not every poll), and keep the time spent held."""
+        if hold == (self._held_since is not None):
+            return
         now = time.time() * 1000.0
-        if hold and self._held_since is None:
+        if hold:
             self._held_since = now
-        elif not hold and self._held_since is not None:
+        else:
             self._held_ms += now - self._held_since
             self._held_since = None
         self.feed.hold(self.job.name, hold)

@@ -252,9 +252,11 @@ class SlaqScheduler:
             active = self.active()
             if self.policy == "fair":  # least served first: the remainder rotates
                 active.sort(key=lambda j: (j.core_seconds, j.arrival_s))
-            # Copies, so that curve fitting runs outside the lock: reports and core requests of
-            # every job would otherwise wait for all the fits of an epoch.
-            snapshots = [(job, copy.deepcopy(job.history), copy.deepcopy(job.runtime)) for job in active]
+            # Copies, so that curve fitting runs outside the lock (reports and core requests of
+            # every job would otherwise wait for all the fits of an epoch); a job that has not
+            # reported since its last fit keeps its forecast and needs no copy.
+            self._forecasts = {job.name: self._forecasts[job.name] for job in active if job.name in self._forecasts}
+            snapshots = [(job, *self._forecast_or_history(job), copy.deepcopy(job.runtime)) for job in active]
         curves = [self._curve(*snapshot) for snapshot in snapshots]
         grant = allocate(curves, self.cores, objective=POLICIES[self.policy]) if curves else {}
         with self._lock:
@@ -265,12 +267,22 @@ class SlaqScheduler:
         self.timeline.append(record)
         return record.cores
 
-    def _curve(self, job: TrainingJob, history: LossHistory, runtime: RuntimeModel) -> JobCurve:
+    def _forecast_or_history(self, job: TrainingJob) -> tuple:
+        """``(last forecast, None)`` while it is current, else ``(None, a copy of the history to fit)``.
+
+        The caller holds the lock; the fair policy needs neither.
+        """
+        if self.policy == "fair":
+            return None, None
+        reports, forecast = self._forecasts.get(job.name, (-1, None))
+        return (forecast, None) if reports == len(job.history) else (None, copy.deepcopy(job.history))
+
+    def _curve(self, job: TrainingJob, forecast, history: LossHistory | None, runtime: RuntimeModel) -> JobCurve:
+        """``job``'s predicted gain per core count, from its current ``forecast`` or by fitting ``history``."""
         if self.policy == "fair":
             return JobCurve(job.name, max_cores=job.max_cores)
         objective = "reduction" if self.policy == "slaq" else "loss"
-        reports, forecast = self._forecasts.get(job.name, (-1, None))
-        if reports != len(history):  # refit only when the job reported since the last epoch
+        if history is not None:
             forecast = self.predictor.forecast(history)
             self._forecasts[job.name] = (len(history), forecast)
         return JobCurve(job.name, epoch_curve(forecast, runtime, self.epoch_s, objective=objective),

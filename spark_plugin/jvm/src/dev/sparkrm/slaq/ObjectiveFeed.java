@@ -41,13 +41,15 @@ public final class ObjectiveFeed extends AbstractAppender {
   /** Local property naming the SLAQ job of the thread that runs {@code fit}. */
   public static final String JOB_PROPERTY = "sparkrm.slaq.job";
 
-  /** Logger name, level it must log at, and the pattern whose group 1 is the objective. */
-  private static final Object[][] SOURCES = {
-    {"breeze.optimize", Level.INFO, Pattern.compile("Val and Grad Norm: (\\S+)")},
-    {"org.apache.spark.ml.util.Instrumentation", Level.INFO,
-        Pattern.compile("\"(?:Cost@iter=\\d+|logLikelihood@iter\\d+)\":\"?([^\",}]+)")},
-    {"org.apache.spark.ml.tree.impl.GradientBoostedTrees", Level.DEBUG, Pattern.compile("error of gbt = (\\S+)")},
-  };
+  /** A logger, the level it must log at, and the pattern whose group 1 is the objective. */
+  private record Source(String logger, Level level, Pattern objective) {}
+
+  private static final List<Source> SOURCES = List.of(
+      new Source("breeze.optimize", Level.INFO, Pattern.compile("Val and Grad Norm: (\\S+)")),
+      new Source("org.apache.spark.ml.util.Instrumentation", Level.INFO,
+          Pattern.compile("\"(?:Cost@iter=\\d+|logLikelihood@iter\\d+)\":\"?([^\",}]+)")),
+      new Source("org.apache.spark.ml.tree.impl.GradientBoostedTrees", Level.DEBUG,
+          Pattern.compile("error of gbt = (\\S+)")));
 
   private static volatile ObjectiveFeed installed;
 
@@ -65,11 +67,10 @@ public final class ObjectiveFeed extends AbstractAppender {
       feed.start();
       LoggerContext context = (LoggerContext) LogManager.getContext(false);
       Configuration config = context.getConfiguration();
-      for (Object[] source : SOURCES) {
-        String name = (String) source[0];
-        LoggerConfig logger = new LoggerConfig(name, (Level) source[1], false);
-        logger.addAppender(feed, (Level) source[1], null);
-        config.addLogger(name, logger);
+      for (Source source : SOURCES) {
+        LoggerConfig logger = new LoggerConfig(source.logger(), source.level(), false);
+        logger.addAppender(feed, source.level(), null);
+        config.addLogger(source.logger(), logger);
       }
       context.updateLoggers();
       installed = feed;
@@ -84,9 +85,9 @@ public final class ObjectiveFeed extends AbstractAppender {
       return;
     }
     String message = event.getMessage().getFormattedMessage();
-    for (Object[] source : SOURCES) {
-      if (event.getLoggerName().startsWith((String) source[0])) {
-        Matcher m = ((Pattern) source[2]).matcher(message);
+    for (Source source : SOURCES) {
+      if (event.getLoggerName().startsWith(source.logger())) {
+        Matcher m = source.objective().matcher(message);
         if (m.find()) {
           try {
             double value = Double.parseDouble(m.group(1));

@@ -1,0 +1,21 @@
+"""Thread-local Spark properties set for a block of code and put back afterwards.
+
+A Spark local property (job group, FAIR pool, per-job settings) applies to every later job of the
+thread that set it. Helpers that set them for one piece of work (Riffle's per-job settings, a SLAQ
+fit) restore the caller's values when the work ends, also on an error.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+
+@contextmanager
+def restored(sc, names):
+    """Run the block, then give the local properties ``names`` of this thread their values from before it."""
+    previous = {name: sc.getLocalProperty(name) for name in names}
+    try:
+        yield
+    finally:
+        for name, value in previous.items():
+            sc.setLocalProperty(name, value)
