@@ -120,6 +120,15 @@ KEYS = KeyTable([
     Key("spark.wrangler.hold.maxDuration", "duration", "15s",
         "Longest continuous hold of one executor; it is then released and not held again for one "
         "interval, so no task waits for it longer than this.", low=100, high=3_600_000),
+    Key("spark.wrangler.guard.enabled", "bool", "true",
+        "Check every hold against the executor's recent tasks: an executor whose tasks ran no slower "
+        "than the other executors' (relative to their stages' medians) is released and not held again "
+        "for a back-off (twice hold.maxDuration, doubling while it repeats), whatever the model says."),
+    Key("spark.wrangler.guard.window", "duration", "60s",
+        "How far back the guard looks at finished tasks.", low=1000, high=3_600_000),
+    Key("spark.wrangler.guard.minTasks", "int", "3",
+        "Recent tasks an executor (and the others together) needs before the guard judges it.",
+        low=1, high=1_000_000),
 ], rules=[
     Rule("spark.wrangler.enabled", "true", "spark.sparkrm.telemetry.enabled", "true", must="true",
          why="Wrangler learns and predicts from telemetry: set spark.sparkrm.telemetry.enabled=true "

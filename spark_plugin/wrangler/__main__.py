@@ -23,6 +23,9 @@ from .dataset import build_dataset, concat
 from .metrics import choose_confidence, evaluate
 from .predictor import StragglerPredictor
 
+#: Held-out ROC AUC at or below which ``train`` warns that the model is close to chance.
+WEAK_AUC = 0.6
+
 
 def load_rows(paths, *, beta: float, scope: str, workload: str):
     """The labelled rows of telemetry files, in launch order.
@@ -66,10 +69,20 @@ def main(argv=None) -> int:
     try:
         rows = load_rows(opts.telemetry, beta=opts.beta, scope=opts.scope, workload=opts.workload)
         if opts.command == "train":
+            reason = StragglerPredictor.untrainable_reason(rows)
+            if reason is not None:
+                raise ValueError(f"cannot train on {', '.join(map(str, opts.telemetry))}: {reason} Record a longer "
+                                 f"run, or lower --beta.")
             model = StragglerPredictor(min_node_tasks=opts.min_node_tasks).fit(rows)
             model.save(opts.out)
+            auc = model.calibration_auc(rows)
             print(json.dumps({"model": str(opts.out), "rows": len(rows), "stragglers": int(rows.y.sum()),
-                              "node_models": sorted(model.node_models_), "fit_seconds": model.fit_seconds_}, indent=1))
+                              "calibration_auc": auc, "node_models": sorted(model.node_models_),
+                              "fit_seconds": model.fit_seconds_}, indent=1))
+            if not auc > WEAK_AUC:
+                print(f"warning: the model ranks its held-out third no better than chance (ROC AUC {auc:.2f}); "
+                      f"its holds will mostly be refused by the feedback guard. Record a longer run with slow "
+                      f"executors in it, or check `evaluate` on another recording before using it.", file=sys.stderr)
         elif opts.command == "choose":
             choice = choose_confidence(StragglerPredictor.load(opts.model), rows)
             print(json.dumps({**choice, "conf": f"spark.wrangler.confidence={choice['confidence']:g}"}, indent=1))

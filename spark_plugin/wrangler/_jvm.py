@@ -42,8 +42,14 @@ class JvmHolds:
         if self._holds is None:
             raise WranglerUnavailable(_UNAVAILABLE)
 
-    def hold(self, executor_id: str, duration_ms: int, confidence: float) -> str:
-        """Hold or renew; returns ``held``, ``renewed`` or the reason it was refused."""
+    def hold(self, executor_id: str, duration_ms: int, confidence: float, *, silent: bool = False) -> str:
+        """Hold or renew; returns ``held``, ``renewed`` or the reason it was refused.
+
+        ``silent=True`` holds an executor whose samples stopped: the feedback guard, which judges the
+        model by the executor's past tasks, is not asked.
+        """
+        if silent:
+            return str(self._holds.holdSilent(str(executor_id), int(duration_ms)))
         return str(self._holds.hold(str(executor_id), int(duration_ms), float(confidence)))
 
     def release(self, executor_id: str) -> bool:

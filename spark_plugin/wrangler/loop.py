@@ -9,14 +9,23 @@ scores every live executor and applies :func:`.policy.choose_holds`:
   tick while they stay flagged), release the others at once;
 * ``mode="hint"``: hold nothing, log "would delay" for each chosen executor.
 
+An executor whose samples stop while Spark still lists it (a frozen JVM, a stalled
+host) is chosen as if flagged with full confidence, model or not: tasks sent to it
+would wait as long as it stays silent. The JVM's feedback guard has the last word on
+every hold (:class:`dev.sparkrm.wrangler.FeedbackGuard`): an executor whose recent
+tasks are not slow is refused, whatever the model says.
+
 Without a model path it trains online: it collects the first ``warmup`` of
 telemetry, trains a :class:`.StragglerPredictor` and freezes it (the thesis's
-protocol). A failing tick is logged and the next one runs.
+protocol). When the rows cannot train a model yet (too few, or no straggler), it
+says why once, keeps everything it has collected and tries again each time the
+data has grown by a quarter. A failing tick is logged and the next one runs.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 
@@ -32,6 +41,10 @@ from .policy import choose_holds
 from .predictor import StragglerPredictor
 
 log = logging.getLogger(__name__)
+#: An executor whose newest sample is older than this many intervals (and at least SILENT_MIN_MS) is silent.
+SILENT_INTERVALS, SILENT_MIN_MS = 3, 3000
+#: Online training retries once the collected tasks have grown by this factor since the last try.
+RETRY_GROWTH = 1.25
 _RUNNING: dict = {}
 _LOCK = threading.Lock()
 
@@ -54,7 +67,8 @@ class Wrangler:
     predictor_ : StragglerPredictor or None
     decisions_ : list of dict
         One entry per executor chosen at a tick: ``time``, ``executorId``, ``score``,
-        ``confidence``, ``action`` (``held``, ``renewed``, a refusal reason, or ``hint``).
+        ``confidence``, ``why`` (``model`` or ``silent``), ``action`` (``held``, ``renewed``, a
+        refusal reason such as the guard's ``unconfirmed``, or ``hint``).
     predict_seconds_ : list of float
         Wall time of each tick's prediction over all executors.
     ticks_ : int
@@ -86,6 +100,7 @@ class Wrangler:
         self._tm = telemetry(self.spark)
         self._cursor, self._latest, self._removed = 0, {}, set()
         self._history = {"task": [], "node": []}
+        self._tasks_seen, self._retry_at, self._untrained_said = 0, 1, False
         self._started = time.time() * 1000
         self._held: set = set()
         self.decisions_, self.predict_seconds_, self.ticks_, self.errors_ = [], [], 0, 0
@@ -131,45 +146,62 @@ class Wrangler:
         self._removed |= {e["executorId"] for e in records["executor"].to_pylist() if e["event"] == "removed"}
         if self.predictor_ is None:
             self._train_when_warm(records["task"].to_pandas(), nodes)
-        if self.predictor_ is not None:
-            self._act(time.time() * 1000)
+        self._act(time.time() * 1000)
 
     def _train_when_warm(self, tasks: pd.DataFrame, nodes: pd.DataFrame) -> None:
         self._history["task"].append(tasks)
         self._history["node"].append(nodes)
-        if time.time() * 1000 - self._started < self.warmup_ms_:
+        self._tasks_seen += len(tasks)
+        if time.time() * 1000 - self._started < self.warmup_ms_ or self._tasks_seen < self._retry_at:
             return
-        data = build_dataset(pd.concat(self._history["task"]), pd.concat(self._history["node"]),
-                             beta=self._conf["beta"], scope=self._conf["scope"], workload=self.workload_,
-                             max_age_ms=2 * self.interval_ms_)
-        self._history = {"task": [], "node": []}
-        self.predictor_ = StragglerPredictor(min_node_tasks=self._conf["train.minNodeTasks"]).fit(data)
+        try:
+            data = build_dataset(pd.concat(self._history["task"]), pd.concat(self._history["node"]),
+                                 beta=self._conf["beta"], scope=self._conf["scope"], workload=self.workload_,
+                                 max_age_ms=2 * self.interval_ms_)
+            reason = StragglerPredictor.untrainable_reason(data)
+            if reason is None:
+                predictor = StragglerPredictor(min_node_tasks=self._conf["train.minNodeTasks"]).fit(data)
+        except (ValueError, KeyError) as e:
+            reason = f"{type(e).__name__}: {e}."
+        if reason is not None:
+            self._retry_at = max(int(self._tasks_seen * RETRY_GROWTH), self._tasks_seen + 1)
+            (log.debug if self._untrained_said else log.warning)(
+                "Wrangler cannot train its model yet: %s It keeps the %d tasks collected and tries again at %d "
+                "tasks; meanwhile it holds only silent executors.", reason, self._tasks_seen, self._retry_at)
+            self._untrained_said = True
+            return
+        self.predictor_, self._history = predictor, {"task": [], "node": []}
         log.info("Wrangler trained online on %d rows (%d stragglers): %d node models", len(data), int(data.y.sum()),
                  len(self.predictor_.node_models_))
 
+    def _predictions(self, now: float) -> tuple[dict, set]:
+        """``executor -> (score, confidence, why)`` for silent and, with a model, freshly sampled executors; and the live ones."""
+        live = {ex: row for ex, row in self._latest.items() if ex not in self._removed}
+        silent_ms = max(SILENT_INTERVALS * self.interval_ms_, SILENT_MIN_MS)
+        predictions = {ex: (math.inf, 1.0, "silent") for ex, row in live.items() if now - row["time"] > silent_ms}
+        fresh = sorted(ex for ex, row in live.items() if now - row["time"] <= 2 * self.interval_ms_)
+        if fresh and self.predictor_ is not None:
+            X = np.array([[_number(live[ex].get(f)) for f in self.predictor_.features_] for ex in fresh])
+            start = time.perf_counter()
+            scores, conf = self.predictor_.predict(X, fresh, [self.workload_] * len(fresh))
+            self.predict_seconds_.append(time.perf_counter() - start)
+            predictions.update({ex: (float(s), float(c), "model") for ex, s, c in zip(fresh, scores, conf)})
+        return predictions, set(live)
+
     def _act(self, now: float) -> None:
-        fresh = {ex: row for ex, row in self._latest.items()
-                 if ex not in self._removed and now - row["time"] <= 2 * self.interval_ms_}
-        if not fresh:
-            return
-        executors = sorted(fresh)
-        X = np.array([[_number(fresh[ex].get(f)) for f in self.predictor_.features_] for ex in executors])
-        start = time.perf_counter()
-        scores, conf = self.predictor_.predict(X, executors, [self.workload_] * len(executors))
-        self.predict_seconds_.append(time.perf_counter() - start)
-        predictions = {ex: (float(s), float(c)) for ex, s, c in zip(executors, scores, conf)}
-        chosen = choose_holds(predictions, self.p_, set(executors))
+        predictions, live = self._predictions(now)
+        chosen = choose_holds({ex: p[:2] for ex, p in predictions.items()}, self.p_, live)
         for ex in chosen:
-            score, confidence = predictions[ex]
+            score, confidence, why = predictions[ex]
             if self.mode_ == "hint":
                 action = "hint"
-                log.info("Wrangler would delay executor %s (score %.3f, confidence %.3f > p %.2f)", ex, score,
-                         confidence, self.p_)
+                log.info("Wrangler would delay executor %s (%s: score %.3f, confidence %.3f > p %.2f)", ex, why,
+                         score, confidence, self.p_)
             else:
-                action = self._holds.hold(ex, 2 * self.interval_ms_, confidence)
+                action = self._holds.hold(ex, 2 * self.interval_ms_, confidence, silent=why == "silent")
                 (self._held.add if action in ("held", "renewed") else self._held.discard)(ex)
             self.decisions_.append({"time": now, "executorId": ex, "score": score, "confidence": confidence,
-                                    "action": action})
+                                    "why": why, "action": action})
         for ex in sorted(self._held - set(chosen)):
             self._holds.release(ex)
             self._held.discard(ex)

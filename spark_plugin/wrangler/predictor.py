@@ -63,6 +63,21 @@ class StragglerPredictor:
         self.node_C = tuple(node_C)
         self.random_state = random_state
 
+    #: Fewest labelled rows, and of each class among the training rows, a model is fitted on.
+    MIN_ROWS, MIN_CLASS_ROWS = 30, 3
+
+    @classmethod
+    def untrainable_reason(cls, data: Dataset, calibration_fraction: float = 1 / 3) -> str | None:
+        """Why ``data`` cannot train a model yet (one sentence), or ``None`` when it can."""
+        if len(data) < cls.MIN_ROWS:
+            return f"{len(data)} labelled tasks with a node sample; it needs at least {cls.MIN_ROWS}."
+        train, _ = data.split(1 - calibration_fraction)
+        stragglers = int(train.y.sum())
+        if min(stragglers, len(train) - stragglers) < cls.MIN_CLASS_ROWS:
+            return (f"the first {len(train)} of {len(data)} labelled tasks hold {stragglers} stragglers; it needs at "
+                    f"least {cls.MIN_CLASS_ROWS} stragglers and {cls.MIN_CLASS_ROWS} other tasks to learn from.")
+        return None
+
     def fit(self, data: Dataset) -> "StragglerPredictor":
         """Train on ``data`` (rows in launch order)."""
         train, cal = data.split(1 - self.calibration_fraction)
@@ -114,6 +129,13 @@ class StragglerPredictor:
                 scores[rows] = model.decision_function(Xs[rows])
                 conf[rows] = model.confidence(Xs[rows])
         return scores, conf
+
+    def calibration_auc(self, data: Dataset) -> float:
+        """ROC AUC of the scores on the held-out last part of ``data`` (the rows :meth:`fit` calibrated on); NaN if one class."""
+        _, cal = data.split(1 - self.calibration_fraction)
+        if len(np.unique(cal.y)) < 2:
+            return float("nan")
+        return float(roc_auc_score(cal.y, self.predict(cal.X, cal.nodes, cal.workloads)[0]))
 
     def model_kind(self, node: str) -> str:
         """``"node"`` when ``node`` has its own model, else ``"shared"``."""

@@ -2,6 +2,7 @@
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -51,6 +52,22 @@ def test_a_recording_without_node_samples_is_refused_with_the_fix(tmp_path, caps
     path.write_text(json.dumps({"seq": 0, "type": "schema", "schemas": {"task": [["jobId", "int"]]}}) + "\n")
     assert main(["train", str(path), "--out", str(tmp_path / "m.joblib")]) == 2
     assert "holds no node samples. Record it with the wrangler feature on" in capsys.readouterr().err
+
+
+def test_a_recording_without_stragglers_is_refused_and_a_chance_model_is_warned_about(tmp_path, capsys):
+    quiet = tmp_path / "quiet.telemetry.jsonl"
+    write_telemetry(quiet, *telemetry(seconds=300, slowdown=1.0))  # nobody is ever slow
+    assert main(["train", str(quiet), "--out", str(tmp_path / "m.joblib")]) == 2
+    err = capsys.readouterr().err
+    assert "cannot train on" in err and "stragglers; it needs at least 3 stragglers" in err and "--beta" in err
+    tasks, nodes = telemetry(seed=4, seconds=600, slowdown=1.0)
+    slow = np.random.default_rng(0).random(len(tasks)) < 0.15  # stragglers at random: nothing foretells them
+    tasks.loc[slow, "durationMs"] *= 3
+    shuffled = tmp_path / "random.telemetry.jsonl"
+    write_telemetry(shuffled, tasks, nodes)
+    assert main(["train", str(shuffled), "--out", str(tmp_path / "m.joblib")]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["calibration_auc"] < 0.6 and "no better than chance" in err
 
 
 @pytest.mark.parametrize("key, value, message", [

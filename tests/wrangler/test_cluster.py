@@ -24,8 +24,8 @@ SPARK_SESSION = dict(
     features=["wrangler"],
     conf={"spark.wrangler.interval": f"{INTERVAL_MS}ms", "spark.wrangler.hold.maxDuration": f"{CAP_MS}ms",
           "spark.wrangler.train.warmup": "1h", "spark.sparkrm.telemetry.dir": "{session_dir}/telemetry",
-          "spark.locality.wait": "0"},
-)
+          "spark.locality.wait": "0", "spark.wrangler.guard.enabled": "false"},  # the mechanism alone: holds of
+)                                                                                # healthy executors (test_safety: the guard)
 
 
 @pytest.fixture(scope="module")

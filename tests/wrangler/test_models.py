@@ -121,3 +121,10 @@ def test_training_without_stragglers_is_refused_with_the_fix(data):
     quiet = data.take(data.y == 0)
     with pytest.raises(ValueError, match="need both stragglers and non-stragglers"):
         StragglerPredictor().fit(quiet)
+
+
+def test_too_few_rows_or_stragglers_name_why_a_model_cannot_be_trained_yet(data):
+    assert StragglerPredictor.untrainable_reason(data) is None
+    assert "it needs at least 30" in StragglerPredictor.untrainable_reason(data.take(slice(0, 20)))
+    calm = data.take(data.y == 0)
+    assert "hold 0 stragglers; it needs at least 3 stragglers" in StragglerPredictor.untrainable_reason(calm)

@@ -10,6 +10,7 @@ import java.util.Map;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 import org.apache.spark.scheduler.SchedulerBackend;
 import org.apache.spark.scheduler.cluster.CoarseGrainedSchedulerBackend;
@@ -25,7 +26,9 @@ import org.slf4j.LoggerFactory;
  * other executors, nothing is killed or duplicated. Releasing removes only ids this class added and
  * revives offers at once. Every hold is capped at {@code maxHoldMs} of continuous holding, after which
  * the executor rests (cannot be held) for {@code restMs}; at least one active executor always stays
- * unheld; a daemon ticker expires holds. All hold state is guarded by the backend's monitor, the only
+ * unheld; a daemon ticker expires holds (an exception in one tick is logged, the next tick runs). With
+ * a {@link FeedbackGuard}, an executor whose recent tasks are not slower than the others' is not held,
+ * or is released, whatever the model says. All hold state is guarded by the backend's monitor, the only
  * lock taken, so the lock order Spark uses (task scheduler, then backend) is never reversed. Start and
  * end times are stamped inside that lock, so a task launched in an offer round never falls inside a
  * recorded hold.
@@ -56,25 +59,33 @@ public final class ExecutorHolds {
 
   private final long maxHoldMs;
   private final long restMs;
+  private final FeedbackGuard guard;
   private final Consumer<Hold> ended;
+  private final BiConsumer<FeedbackGuard.Verdict, Long> refuted;
+  private long tickFailures;
   private final Map<String, Hold> holds = new HashMap<>();
   private final Map<String, Long> restUntil = new HashMap<>();
   private final ScheduledExecutorService ticker;
   private volatile CoarseGrainedSchedulerBackend backend;
 
   /**
+   * @param guard checks holds against the executors' recent task times; {@code null} for none
    * @param ended called (outside any lock) with every hold that ended, for its telemetry record
+   * @param refuted called with each verdict that stopped holds of an executor, and the back-off in ms
    */
-  ExecutorHolds(long maxHoldMs, long restMs, Consumer<Hold> ended) {
+  ExecutorHolds(long maxHoldMs, long restMs, FeedbackGuard guard, Consumer<Hold> ended,
+      BiConsumer<FeedbackGuard.Verdict, Long> refuted) {
     this.maxHoldMs = maxHoldMs;
     this.restMs = restMs;
+    this.guard = guard;
     this.ended = ended;
+    this.refuted = refuted;
     this.ticker = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "wrangler-holds");
       t.setDaemon(true);
       return t;
     });
-    ticker.scheduleWithFixedDelay(this::expire, TICK_MS, TICK_MS, TimeUnit.MILLISECONDS);
+    ticker.scheduleWithFixedDelay(this::tick, TICK_MS, TICK_MS, TimeUnit.MILLISECONDS);
   }
 
   /** The running application's holds, or {@code null} when Wrangler is off. */
@@ -106,9 +117,26 @@ public final class ExecutorHolds {
    * Holds {@code executorId} for {@code durationMs} from now, or renews its hold (never past the cap).
    *
    * @return {@code held}, {@code renewed}, or why not: {@code unbound}, {@code resting},
-   *     {@code inactive} (unknown, lost or held by Spark itself), {@code last-active}
+   *     {@code inactive} (unknown, lost or held by Spark itself), {@code last-active},
+   *     {@code unconfirmed} (the guard finds its recent tasks not slow; a hold in force ends),
+   *     {@code distrusted} (within the guard's back-off)
    */
   public String hold(String executorId, long durationMs, double confidence) {
+    String refusal = backend == null ? null : guardRefusal(executorId);
+    return refusal != null ? refusal : place(executorId, durationMs, confidence);
+  }
+
+  /**
+   * Holds or renews {@code executorId} because its node samples stopped: tasks sent to it would wait as
+   * long as it stays silent. Past tasks say nothing of a frozen executor, so the guard is not asked.
+   *
+   * @return as {@link #hold}, never a guard's refusal
+   */
+  public String holdSilent(String executorId, long durationMs) {
+    return place(executorId, durationMs, 1.0);
+  }
+
+  private String place(String executorId, long durationMs, double confidence) {
     CoarseGrainedSchedulerBackend be = backend;
     if (be == null) return "unbound";
     Hold h;
@@ -175,6 +203,29 @@ public final class ExecutorHolds {
     if (active == this) active = null;
   }
 
+  /** The guard's objection to holding {@code executorId} now, or {@code null} (taken outside the backend's lock). */
+  private String guardRefusal(String executorId) {
+    if (guard == null) return null;
+    long now = System.currentTimeMillis();
+    if (guard.distrustedUntil(executorId) > now) return "distrusted";
+    FeedbackGuard.Verdict verdict = guard.verdict(executorId, now);
+    if (!verdict.refuted()) return null;
+    long backoff = guard.distrust(executorId, now);
+    end(executorId, "unconfirmed");
+    refuted.accept(verdict, backoff);
+    return "unconfirmed";
+  }
+
+  private void tick() {
+    try {
+      expire();
+    } catch (RuntimeException e) {
+      if (tickFailures++ % 100 == 0) {
+        LOG.warn("Wrangler's hold ticker failed ({} so far); holds keep expiring on the next tick", tickFailures, e);
+      }
+    }
+  }
+
   private void expire() {
     CoarseGrainedSchedulerBackend be = backend;
     if (be == null) return;
@@ -201,7 +252,11 @@ public final class ExecutorHolds {
       h.endReason = reason != null ? reason : h.expiryTime >= h.capTime ? "cap" : "expired";
       if (h.endReason.equals("cap")) restUntil.put(executorId, h.endTime + restMs);
     }
-    be.reviveOffers();
+    try {
+      be.reviveOffers();
+    } catch (RuntimeException e) {
+      LOG.warn("Wrangler released executor {} but could not revive offers: {}", executorId, e.toString());
+    }
     LOG.info("Wrangler released executor {} after {} ms ({})", executorId, h.endTime - h.startTime, h.endReason);
     try {
       ended.accept(h);

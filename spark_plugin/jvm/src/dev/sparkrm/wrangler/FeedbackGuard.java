@@ -1,0 +1,122 @@
+package dev.sparkrm.wrangler;
+
+import dev.sparkrm.telemetry.TaskMetric;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.executor.TaskMetrics;
+import org.apache.spark.scheduler.SparkListenerTaskEnd;
+
+/**
+ * Checks online that holds go to slow executors, whatever the model says (the thesis checks its p
+ * online, spec section on choosing p).
+ *
+ * <p>A model can be wrong in a way no offline score shows: trained on another cluster, on too little
+ * data, or on noise that has since moved. Every successful task tells how slow its executor is now:
+ * its duration per byte moved (plain duration for tasks that moved nothing), relative to the median of
+ * the same stage's tasks in the recent window, as Wrangler's labels measure it. An executor is
+ * <em>refuted</em> when it ran at least {@code minTasks} recent tasks and their median relative
+ * duration is below {@link #MARGIN} times the other executors' median: holding it cannot help, since
+ * it is not slower than the executors its tasks would go to. A refuted executor is not held for a
+ * back-off that doubles with each refutation in a row (up to {@link #MAX_BACKOFF_FACTOR} times) and
+ * is forgotten once it runs slow again. An executor with too few recent tasks (new, or held through
+ * the whole window) is not judged.
+ */
+final class FeedbackGuard {
+  /** How much slower than the others an executor's recent tasks must be for a hold to stand. */
+  static final double MARGIN = 1.15;
+  static final int MAX_BACKOFF_FACTOR = 16;
+
+  /** One successful task: its executor, the peers it is compared with, and its normalized duration. */
+  private record Task(String executorId, String peers, double normalized, long endTime) {}
+
+  /** What the recent tasks say of one executor; {@code tasks == 0} when not judged. */
+  record Verdict(String executorId, int tasks, double executorMedian, double othersMedian) {
+    boolean refuted() {
+      return tasks > 0 && executorMedian < MARGIN * othersMedian;
+    }
+  }
+
+  private final long windowMs;
+  private final int minTasks;
+  private final long backoffMs;
+  private final ArrayDeque<Task> recent = new ArrayDeque<>();
+  private final Map<String, Long> distrustedUntil = new HashMap<>();
+  private final Map<String, Integer> strikes = new HashMap<>();
+
+  FeedbackGuard(long windowMs, int minTasks, long backoffMs) {
+    this.windowMs = windowMs;
+    this.minTasks = minTasks;
+    this.backoffMs = backoffMs;
+  }
+
+  /** Keeps a successful task's normalized duration (from the listener bus). */
+  void taskEnded(SparkListenerTaskEnd e) {
+    if (!e.taskInfo().successful()) return;
+    TaskMetrics m = e.taskMetrics();
+    long bytes = 0;
+    for (TaskMetric f : new TaskMetric[] {TaskMetric.INPUT_BYTES, TaskMetric.SHUFFLE_LOCAL_BYTES,
+        TaskMetric.SHUFFLE_REMOTE_BYTES, TaskMetric.OUTPUT_BYTES, TaskMetric.SHUFFLE_WRITE_BYTES}) {
+      bytes += f.of(m);
+    }
+    long duration = e.taskInfo().duration();
+    String peers = e.stageId() + "." + e.stageAttemptId() + (bytes > 0 ? "+" : "0");
+    taskEnded(e.taskInfo().executorId(), peers, bytes > 0 ? (double) duration / bytes : duration,
+        e.taskInfo().finishTime());
+  }
+
+  synchronized void taskEnded(String executorId, String peers, double normalized, long endTime) {
+    recent.addLast(new Task(executorId, peers, normalized, endTime));
+    forgetBefore(endTime - windowMs);
+  }
+
+  /** Until when {@code executorId} may not be held (0 when it may). */
+  synchronized long distrustedUntil(String executorId) {
+    return distrustedUntil.getOrDefault(executorId, 0L);
+  }
+
+  /** Judges {@code executorId} on the tasks that ended in the window before {@code now}. */
+  synchronized Verdict verdict(String executorId, long now) {
+    forgetBefore(now - windowMs);
+    Map<String, List<Double>> byPeers = new HashMap<>();
+    for (Task t : recent) byPeers.computeIfAbsent(t.peers(), k -> new ArrayList<>()).add(t.normalized());
+    Map<String, Double> peerMedian = new HashMap<>();
+    byPeers.forEach((peers, values) -> {
+      if (values.size() >= 2) peerMedian.put(peers, median(values));
+    });
+    List<Double> mine = new ArrayList<>();
+    List<Double> others = new ArrayList<>();
+    for (Task t : recent) {
+      Double m = peerMedian.get(t.peers());
+      if (m == null || m <= 0) continue;
+      (t.executorId().equals(executorId) ? mine : others).add(t.normalized() / m);
+    }
+    if (mine.size() < minTasks || others.size() < minTasks) return new Verdict(executorId, 0, Double.NaN, Double.NaN);
+    Verdict v = new Verdict(executorId, mine.size(), median(mine), median(others));
+    if (!v.refuted()) strikes.remove(executorId);
+    return v;
+  }
+
+  /** Refuses holds of {@code executorId} for the next back-off; returns its length in ms. */
+  synchronized long distrust(String executorId, long now) {
+    int strike = strikes.merge(executorId, 1, Integer::sum);
+    long backoff = backoffMs * Math.min(1L << Math.min(strike - 1, 30), MAX_BACKOFF_FACTOR);
+    distrustedUntil.put(executorId, now + backoff);
+    return backoff;
+  }
+
+  /** Drops tasks that ended before {@code time} (tasks arrive roughly in end order). */
+  private void forgetBefore(long time) {
+    while (!recent.isEmpty() && recent.peekFirst().endTime() < time) recent.removeFirst();
+  }
+
+  private static double median(List<Double> values) {
+    double[] v = values.stream().mapToDouble(Double::doubleValue).toArray();
+    Arrays.sort(v);
+    int n = v.length;
+    return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  }
+}
