@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
-import json
 import logging
 import os
 import shutil

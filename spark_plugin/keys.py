@@ -96,9 +96,11 @@ KEYS = KeyTable([
         "Delta: how often executors sample their node counters and the predictor refreshes its "
         "decisions. Keep it below the usual gap between task launches.", low=50, high=600_000),
     Key("spark.wrangler.model.path", "string", None,
-        "A model saved by `python -m spark_plugin.wrangler train`. Unset: train online from this "
+        "A model saved by `python -m spark_plugin.wrangler train --out`. A `.json` model is scored in the "
+        "driver JVM, so `spark-submit --conf` alone holds; another (joblib) is scored by the Python loop "
+        "(`spark_plugin.session` or `wrangler.start`). Unset: the Python loop trains online from this "
         "application's telemetry once the warm-up window has passed.",
-        example="/tmp/wrangler.joblib"),
+        example="/tmp/wrangler.json"),
     Key("spark.wrangler.confidence", "double", "0.7",
         "p: an executor is held only while the calibrated probability that its tasks straggle "
         "exceeds this (and the SVM score is positive). 0 keeps only the score test.", low=0, high=1, high_open=True),

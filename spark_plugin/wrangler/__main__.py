@@ -1,9 +1,11 @@
-"""Command line: ``python -m spark_plugin.wrangler {train,choose,evaluate}`` on recorded telemetry files.
+"""Command line: ``python -m spark_plugin.wrangler {train,choose,evaluate,export}`` on recorded telemetry files.
 
 ``train`` labels the tasks of one or more telemetry files (written under
 ``spark.sparkrm.telemetry.dir`` with the ``wrangler`` feature on, so they hold
 ``node`` samples), fits a :class:`StragglerPredictor` and saves it; point
-``spark.wrangler.model.path`` at the result. ``evaluate`` scores a saved model on
+``spark.wrangler.model.path`` at the result: ``--out model.json`` is scored by the
+driver JVM (``spark-submit --conf`` alone holds), ``--out model.joblib`` by the Python
+loop. ``export`` turns a joblib model into the JSON one. ``evaluate`` scores a saved model on
 another file (held-out tasks) and prints TPR, FPR and the rest as JSON. ``choose``
 learns the confidence threshold p on a validation file (spec §5: per-node ranges,
 median of the majority's) and prints it with the ``--conf`` that applies it.
@@ -65,8 +67,16 @@ def main(argv=None) -> int:
                        help="rows a node needs for its own model (default %(default)s)")
     sub.choices["evaluate"].add_argument("--confidence", type=float, default=KEYS.default("spark.wrangler.confidence"),
                                          help="threshold p (default: spark.wrangler.confidence's, %(default)s)")
+    export = sub.add_parser("export", help="write a joblib model as JSON for the driver JVM")
+    export.add_argument("model", type=Path, help="a model written by `train --out model.joblib`")
+    export.add_argument("--out", type=Path, required=True, help="the JSON model to write (ends in .json)")
     opts = parser.parse_args(argv)
     try:
+        if opts.command == "export":
+            if opts.out.suffix != ".json":
+                raise ValueError(f"--out {opts.out} must end in .json (the driver JVM reads JSON models)")
+            print(json.dumps({"model": str(StragglerPredictor.load(opts.model).save(opts.out))}))
+            return 0
         rows = load_rows(opts.telemetry, beta=opts.beta, scope=opts.scope, workload=opts.workload)
         if opts.command == "train":
             reason = StragglerPredictor.untrainable_reason(rows)

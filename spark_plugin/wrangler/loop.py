@@ -9,9 +9,9 @@ scores every live executor and applies :func:`.policy.choose_holds`:
   tick while they stay flagged), release the others at once;
 * ``mode="hint"``: hold nothing, log "would delay" for each chosen executor.
 
-An executor whose samples stop while Spark still lists it (a frozen JVM, a stalled
-host) is chosen as if flagged with full confidence, model or not: tasks sent to it
-would wait as long as it stays silent. The JVM's feedback guard has the last word on
+An executor whose samples stop while Spark still lists it and the others' samples
+keep coming (a frozen JVM, a stalled host) is chosen as if flagged with full
+confidence, model or not: tasks sent to it would wait as long as it stays silent. The JVM's feedback guard has the last word on
 every hold (:class:`dev.sparkrm.wrangler.FeedbackGuard`): an executor whose recent
 tasks are not slow is refused, whatever the model says.
 
@@ -41,7 +41,8 @@ from .policy import choose_holds
 from .predictor import StragglerPredictor
 
 log = logging.getLogger(__name__)
-#: An executor whose newest sample is older than this many intervals (and at least SILENT_MIN_MS) is silent.
+#: An executor whose newest sample is this many intervals (and at least SILENT_MIN_MS) older than the newest
+#: sample of any executor is silent.
 SILENT_INTERVALS, SILENT_MIN_MS = 3, 3000
 #: Online training retries once the collected tasks have grown by this factor since the last try.
 RETRY_GROWTH = 1.25
@@ -94,6 +95,11 @@ class Wrangler:
         self.workload_ = self.workload or conf["workload"] or "default"
         self._conf = conf
         self.predictor_ = self.predictor
+        self._stop = threading.Event()
+        if self.predictor_ is None and str(conf["model.path"]).endswith(".json"):
+            self._stop.set()  # the driver JVM scores a JSON model and decides (JvmDecisions): nothing to do here
+            log.info("Wrangler's decisions run in the driver JVM with %s; no Python loop", conf["model.path"])
+            return self
         if self.predictor_ is None and conf["model.path"]:
             self.predictor_ = StragglerPredictor.load(conf["model.path"])
         self._holds = JvmHolds(self.spark)
@@ -104,7 +110,6 @@ class Wrangler:
         self._started = time.time() * 1000
         self._held: set = set()
         self.decisions_, self.predict_seconds_, self.ticks_, self.errors_ = [], [], 0, 0
-        self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="wrangler-predictor", daemon=True)
         self._thread.start()
         log.info("Wrangler predictor started: mode %s, p %.2f, interval %d ms, model %s", self.mode_, self.p_,
@@ -178,7 +183,8 @@ class Wrangler:
         """``executor -> (score, confidence, why)`` for silent and, with a model, freshly sampled executors; and the live ones."""
         live = {ex: row for ex, row in self._latest.items() if ex not in self._removed}
         silent_ms = max(SILENT_INTERVALS * self.interval_ms_, SILENT_MIN_MS)
-        predictions = {ex: (math.inf, 1.0, "silent") for ex, row in live.items() if now - row["time"] > silent_ms}
+        newest = max((row["time"] for row in live.values()), default=now)  # a lagging feed silences no one
+        predictions = {ex: (math.inf, 1.0, "silent") for ex, row in live.items() if newest - row["time"] > silent_ms}
         fresh = sorted(ex for ex, row in live.items() if now - row["time"] <= 2 * self.interval_ms_)
         if fresh and self.predictor_ is not None:
             X = np.array([[_number(live[ex].get(f)) for f in self.predictor_.features_] for ex in fresh])

@@ -24,6 +24,7 @@ from sklearn.metrics import roc_auc_score
 from sklearn.preprocessing import MinMaxScaler
 
 from .dataset import Dataset
+from .export import write_json
 from .model import CalibratedSVM
 from .multitask import MultiTaskSVM
 
@@ -142,21 +143,26 @@ class StragglerPredictor:
         return "node" if node in self.node_models_ else "shared"
 
     def save(self, path) -> Path:
-        """Write the fitted predictor to ``path`` (joblib)."""
+        """Write the fitted predictor to ``path``: JSON for the driver JVM to score if it ends in ``.json``, else joblib."""
         path = Path(path)
+        if path.suffix == ".json":
+            return write_json(self, path)
         path.parent.mkdir(parents=True, exist_ok=True)
         joblib.dump(self, path)
         return path
 
     @staticmethod
     def load(path) -> "StragglerPredictor":
-        """Read a predictor written by :meth:`save`.
+        """Read a predictor written by :meth:`save` with joblib.
 
         Raises
         ------
         ValueError
-            If the file holds something else.
+            If the file holds something else, or is a JSON model (which only the JVM scores).
         """
+        if Path(path).suffix == ".json":
+            raise ValueError(f"{path} is a JSON model, which the driver JVM scores (spark.wrangler.model.path); "
+                             f"Python reads the joblib model it was exported from.")
         model = joblib.load(Path(path))
         if not isinstance(model, StragglerPredictor):
             raise ValueError(f"{path} holds a {type(model).__name__}, not a Wrangler model. Write one with "

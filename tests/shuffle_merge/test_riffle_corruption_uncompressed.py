@@ -5,7 +5,7 @@ import pytest
 
 import spark_plugin
 from tests.shuffle_merge import merged_files
-from tests.shuffle_merge.corruption import (RIFFLE_CONF, SHUFFLES, assert_read_from_originals_without_recomputation,
+from tests.shuffle_merge.corruption import (RIFFLE_CONF, assert_read_from_originals_without_recomputation,
                                             read_again_after)
 
 pytestmark = pytest.mark.spark

@@ -46,6 +46,19 @@ def test_train_writes_a_model_and_evaluate_scores_it_on_another_recording(tmp_pa
     assert choice["per_node"]["2"]["balanced_accuracy"] >= 0.9
 
 
+def test_a_model_is_written_as_json_for_the_jvm_directly_or_by_export(tmp_path, capsys):
+    write_telemetry(tmp_path / "run.telemetry.jsonl", *telemetry(seed=1, seconds=300))
+    assert main(["train", str(tmp_path / "run.telemetry.jsonl"), "--out", str(tmp_path / "m.json")]) == 0
+    direct = json.loads((tmp_path / "m.json").read_text())
+    assert direct["format"] == "sparkrm-wrangler-model" and "cgroupThrottledPct" in direct["features"]
+    assert main(["train", str(tmp_path / "run.telemetry.jsonl"), "--out", str(tmp_path / "m.joblib")]) == 0
+    assert main(["export", str(tmp_path / "m.joblib"), "--out", str(tmp_path / "e.json")]) == 0
+    assert json.loads((tmp_path / "e.json").read_text()) == direct  # same rows, same seed: the same model
+    assert main(["export", str(tmp_path / "m.joblib"), "--out", str(tmp_path / "e.bin")]) == 2
+    assert main(["evaluate", str(tmp_path / "m.json"), str(tmp_path / "run.telemetry.jsonl")]) == 2
+    assert "is a JSON model, which the driver JVM scores" in capsys.readouterr().err
+
+
 def test_a_recording_without_node_samples_is_refused_with_the_fix(tmp_path, capsys):
     tasks, _ = telemetry(seconds=30)
     path = tmp_path / "plain.telemetry.jsonl"

@@ -5,7 +5,6 @@ held" is checked exactly: no task record of the held executor has ``start < laun
 """
 
 import logging
-import threading
 import time
 
 import numpy as np
@@ -15,6 +14,8 @@ import spark_plugin
 from spark_plugin.wrangler import Wrangler, running
 from spark_plugin.wrangler._jvm import JvmHolds
 from tests.helpers import eventually
+
+from .jobs import in_background
 
 pytestmark = pytest.mark.spark
 
@@ -35,6 +36,10 @@ def tm(spark):
 
 @pytest.fixture(scope="module")
 def holds(spark):
+    """The JVM holds, with the session's own loop stopped so that only the test holds and releases."""
+    loop = running(spark)
+    if loop is not None:
+        loop.stop()
     return JvmHolds(spark)
 
 
@@ -52,13 +57,6 @@ def sleepy_job(spark, tasks=60, seconds=0.1):
     """``tasks`` tasks that each sleep; returns the sum of squares, which must be exact."""
     return spark.sparkContext.parallelize(range(tasks), tasks).map(
         lambda x: (time.sleep(seconds), x * x)[1]).sum()
-
-
-def in_background(fn):
-    out = {}
-    thread = threading.Thread(target=lambda: out.setdefault("value", fn()))
-    thread.start()
-    return thread, out
 
 
 def launches_inside(tasks, hold_records):
@@ -128,8 +126,7 @@ def test_the_last_open_executor_is_never_held(holds):
     assert holds.release("0") and holds.release("1") and holds.current() == []
 
 
-def test_the_loop_holds_a_flagged_executor_while_it_stays_flagged(spark, tm):
-    running(spark).stop()
+def test_the_loop_holds_a_flagged_executor_while_it_stays_flagged(spark, tm, holds):  # holds: session loop off
     mark = tm.mark()
     loop = Wrangler(spark, predictor=FlagOne()).start()
     try:

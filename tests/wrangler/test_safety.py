@@ -9,9 +9,7 @@ application started), the guard's window (4 s here) is let pass between tests, a
 import logging
 import os
 import signal
-import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,6 +18,8 @@ import spark_plugin
 from spark_plugin.wrangler import Wrangler, running
 from spark_plugin.wrangler._jvm import JvmHolds
 from tests.helpers import eventually
+
+from .jobs import executor_pid, held_ms, in_background, steady_jobs
 
 pytestmark = pytest.mark.spark
 
@@ -44,51 +44,6 @@ class Flags:
     def predict(self, X, nodes, workloads):
         hit = np.array([n in self.flagged for n in nodes])
         return np.where(hit, 1.0, -1.0), np.where(hit, 0.9, 0.1)
-
-
-def executor_pid(spark, executor_id: str) -> int:
-    """The pid of this application's executor JVM ``executor_id`` (local-cluster runs them here)."""
-    app = spark.sparkContext.applicationId
-    for proc in Path("/proc").iterdir():
-        try:
-            args = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"--app-id" in args and app.encode() in args and args[args.index(b"--executor-id") + 1] == executor_id.encode():
-            return int(proc.name)
-    raise AssertionError(f"no executor {executor_id} of {app} among this machine's processes")
-
-
-def steady_jobs(spark, seconds: float, *, slow_pid: int | None = None, task_s: float = 0.2, slowdown: float = 4.0):
-    """Jobs of 30 sleeping tasks, back to back for ``seconds``; tasks under JVM ``slow_pid`` sleep ``slowdown`` x longer.
-
-    Returns the list of job results, each of which must be the exact sum of squares.
-    """
-    def task(x):
-        pid, ancestors = os.getpid(), set()
-        while pid > 1:
-            ancestors.add(pid)
-            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-        time.sleep(task_s * (slowdown if slow_pid in ancestors else 1.0))
-        return x * x
-
-    results, deadline = [], time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        results.append(spark.sparkContext.parallelize(range(30), 30).map(task).sum())
-    return results
-
-
-def in_background(fn):
-    out = {}
-    thread = threading.Thread(target=lambda: out.setdefault("value", fn()))
-    thread.start()
-    return thread, out
-
-
-def held_ms(holds, executor_id: str, start: float, end: float) -> float:
-    """How long ``executor_id`` was held between ``start`` and ``end`` (epoch ms)."""
-    return sum(max(0.0, min(end, h["endTime"]) - max(start, h["startTime"]))
-               for h in holds if h["executorId"] == executor_id)
 
 
 def flag_one_during_jobs(spark, tm, *, seconds: float, lead_s: float, slow_pid: int | None = None):

@@ -8,6 +8,7 @@ import dev.sparkrm.rpc.MessageRouter;
 import dev.sparkrm.telemetry.RecordSchema;
 import dev.sparkrm.telemetry.TelemetryStore;
 import java.util.Set;
+import java.util.function.BiConsumer;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.SparkContext;
 import org.apache.spark.scheduler.SparkListener;
@@ -19,8 +20,9 @@ import org.slf4j.LoggerFactory;
 /**
  * Wrangler in the driver: records the executors' node samples as telemetry {@code node} records and
  * owns the {@link ExecutorHolds}, whose ended holds become {@code wrangler_hold} records, and the
- * {@link FeedbackGuard}, whose refutations become {@code wrangler_guard} records. The predictor (models
- * and policy) runs in Python and reads them through telemetry.
+ * {@link FeedbackGuard}, whose refutations become {@code wrangler_guard} records. Decisions are made by
+ * the Python loop, which reads them through telemetry, or, when {@code spark.wrangler.model.path} names a
+ * JSON model, in this JVM by {@link JvmDecisions} (no Python driver needed).
  */
 public final class WranglerDriver {
   private static final Logger LOG = LoggerFactory.getLogger(WranglerDriver.class);
@@ -47,18 +49,20 @@ public final class WranglerDriver {
   record Refutation(FeedbackGuard.Verdict verdict, long time, long backoffMs) {}
 
   private final ExecutorHolds holds;
+  private final JvmDecisions decisions;
   private final long intervalMs;
 
-  private WranglerDriver(ExecutorHolds holds, long intervalMs) {
+  private WranglerDriver(ExecutorHolds holds, JvmDecisions decisions, long intervalMs) {
     this.holds = holds;
+    this.decisions = decisions;
     this.intervalMs = intervalMs;
   }
 
   /**
-   * Registers the record types, the sample handler and the holds.
+   * Registers the record types, the sample handler, the holds and, for a JSON model, the JVM's decisions.
    *
    * @param telemetry the telemetry store, which Wrangler needs
-   * @throws SparkrmConfigException when telemetry is off
+   * @throws SparkrmConfigException when telemetry is off, or the JSON model cannot be read
    */
   public static WranglerDriver start(SparkContext sc, SparkrmConf conf, MessageRouter router, TelemetryStore telemetry) {
     if (telemetry == null) {
@@ -67,36 +71,26 @@ public final class WranglerDriver {
           + "true, or select the `wrangler` feature, which sets both.");
     }
     long intervalMs = conf.getLong("spark.wrangler.interval");
-    telemetry.register(NODE);
-    telemetry.register(HOLD);
-    telemetry.register(GUARD);
-    router.on("wrangler.sample", msg -> {
-      telemetry.record(NODE, msg);
-      return null;
-    });
     long maxHoldMs = conf.getLong("spark.wrangler.hold.maxDuration");
     FeedbackGuard guard = conf.getBoolean("spark.wrangler.guard.enabled")
         ? new FeedbackGuard(conf.getLong("spark.wrangler.guard.window"), (int) conf.getLong("spark.wrangler.guard.minTasks"),
             2 * maxHoldMs)
         : null;
-    Set<String> warned = ConcurrentHashMap.newKeySet();
     ExecutorHolds holds = new ExecutorHolds(maxHoldMs, intervalMs, guard, h -> telemetry.record(HOLD, h),
-        (verdict, backoffMs) -> {
-          telemetry.record(GUARD, new Refutation(verdict, System.currentTimeMillis(), backoffMs));
-          String message = "Wrangler stops holding executor {} for {} s: its last {} tasks ran at {}x their stages' "
-              + "median, the other executors' at {}x, so it is not slow and holding it cannot help.";
-          Object[] args = {verdict.executorId(), backoffMs / 1000, verdict.tasks(),
-              String.format("%.2f", verdict.executorMedian()), String.format("%.2f", verdict.othersMedian())};
-          if (warned.add(verdict.executorId())) {
-            LOG.warn(message + " If the model keeps flagging executors that are not slow, retrain it on this "
-                + "cluster or raise spark.wrangler.confidence.", args);
-          } else {
-            LOG.info(message, args);
-          }
-        });
+        refutationReporter(telemetry));
+    JvmDecisions decisions = jvmDecisions(conf, holds, intervalMs);
+    telemetry.register(NODE);
+    telemetry.register(HOLD);
+    telemetry.register(GUARD);
+    router.on("wrangler.sample", msg -> {
+      telemetry.record(NODE, msg);
+      if (decisions != null) decisions.sample(msg);
+      return null;
+    });
     SparkCompat.addListener(sc, new SparkListener() {
       @Override
       public void onExecutorRemoved(SparkListenerExecutorRemoved e) {
+        if (decisions != null) decisions.executorRemoved(e.executorId());
         holds.executorRemoved(e.executorId());
       }
 
@@ -106,10 +100,43 @@ public final class WranglerDriver {
       }
     }, QUEUE);
     ExecutorHolds.activate(holds);
-    LOG.info("Wrangler on: mode {}, interval {} ms, confidence {}, hold cap {} ms, feedback guard {}",
+    LOG.info("Wrangler on: mode {}, interval {} ms, confidence {}, hold cap {} ms, feedback guard {}, decisions in {}",
         conf.getString("spark.wrangler.mode"), intervalMs, conf.getDouble("spark.wrangler.confidence"), maxHoldMs,
-        guard == null ? "off" : "on");
-    return new WranglerDriver(holds, intervalMs);
+        guard == null ? "off" : "on", decisions == null ? "the Python driver" : "the JVM");
+    return new WranglerDriver(holds, decisions, intervalMs);
+  }
+
+  /** Decisions in the JVM when {@code spark.wrangler.model.path} names a JSON model; else {@code null} (Python decides). */
+  private static JvmDecisions jvmDecisions(SparkrmConf conf, ExecutorHolds holds, long intervalMs) {
+    String path = conf.getString("spark.wrangler.model.path");
+    if (path == null || !path.endsWith(".json")) return null;
+    WranglerModel model;
+    try {
+      model = WranglerModel.load(path);
+    } catch (IllegalArgumentException e) {
+      throw new SparkrmConfigException(e.getMessage());
+    }
+    String workload = conf.getString("spark.wrangler.workload");
+    return new JvmDecisions(model, holds, intervalMs, conf.getDouble("spark.wrangler.confidence"),
+        "hint".equals(conf.getString("spark.wrangler.mode")), workload == null ? "default" : workload);
+  }
+
+  /** Records each guard refutation and logs it: a WARN the first time per executor, INFO after. */
+  private static BiConsumer<FeedbackGuard.Verdict, Long> refutationReporter(TelemetryStore telemetry) {
+    Set<String> warned = ConcurrentHashMap.newKeySet();
+    return (verdict, backoffMs) -> {
+      telemetry.record(GUARD, new Refutation(verdict, System.currentTimeMillis(), backoffMs));
+      String message = "Wrangler stops holding executor {} for {} s: its last {} tasks ran at {}x their stages' "
+          + "median, the other executors' at {}x, so it is not slow and holding it cannot help.";
+      Object[] args = {verdict.executorId(), backoffMs / 1000, verdict.tasks(),
+          String.format("%.2f", verdict.executorMedian()), String.format("%.2f", verdict.othersMedian())};
+      if (warned.add(verdict.executorId())) {
+        LOG.warn(message + " If the model keeps flagging executors that are not slow, retrain it on this "
+            + "cluster or raise spark.wrangler.confidence.", args);
+      } else {
+        LOG.info(message, args);
+      }
+    };
   }
 
   /** The sampling interval executors are told to use. */
@@ -120,9 +147,11 @@ public final class WranglerDriver {
   /** Binds the holds to the scheduler backend (from the driver plugin's {@code registerMetrics}). */
   public void bind(SparkContext sc) {
     holds.bind(sc.schedulerBackend());
+    if (decisions != null) decisions.start();
   }
 
   public void stop() {
+    if (decisions != null) decisions.stop();
     holds.stop();
   }
 

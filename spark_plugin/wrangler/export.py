@@ -1,0 +1,62 @@
+"""A fitted :class:`.StragglerPredictor` as JSON, for the driver JVM to score (``dev.sparkrm.wrangler.WranglerModel``).
+
+With ``spark.wrangler.model.path`` naming such a file, a ``spark-submit --conf`` application holds with no
+Python driver: the JVM reads the counters the executors send, scores them and decides. The file holds
+exactly what ``predict`` computes with: the min-max scaler (``x * scale + offset``, clipped to [0, 1],
+missing counters 0), each per-node SVM (weights, intercept, sigmoid calibrators ``(a, b)``: confidence is
+the mean of ``1 / (1 + exp(a * score + b))``), and the multi-task model with its node and workload blocks
+already multiplied by their square-root factors, so its weights for a node and workload are the sum of
+the three. NaN (a counter never seen in training) is written as ``null``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+#: The ``format`` tag the JVM checks (``WranglerModel.FORMAT``).
+FORMAT = "sparkrm-wrangler-model"
+
+
+def _vector(values) -> list:
+    return [None if math.isnan(v) else float(v) for v in np.asarray(values, dtype=float).ravel()]
+
+
+def _linear(model) -> dict:
+    """A :class:`.CalibratedSVM` as weights, intercept and sigmoid calibrators."""
+    sigmoids = [[float(c.calibrators[0].a_), float(c.calibrators[0].b_)]
+                for c in model.calibrator_.calibrated_classifiers_]
+    return {"weights": _vector(model.svm_.coef_[0]), "intercept": float(model.svm_.intercept_[0]),
+            "sigmoids": sigmoids}
+
+
+def to_json(predictor) -> dict:
+    """The JSON document of a fitted predictor."""
+    shared = predictor.shared_
+    d = len(predictor.features_)
+    w = shared.model_.svm_.coef_[0]
+
+    def blocks(ids, offset):
+        return {name: _vector(np.sqrt(len(ids)) * w[(offset + i) * d:(offset + i + 1) * d])
+                for i, name in enumerate(ids)}
+
+    return {
+        "format": FORMAT,
+        "features": list(predictor.features_),
+        "scaler": {"scale": _vector(predictor.scaler_.scale_), "offset": _vector(predictor.scaler_.min_)},
+        "shared": {**_linear(shared.model_), "weights": _vector(w[:d]),
+                   "nodes": blocks(shared.node_ids_, 1),
+                   "workloads": blocks(shared.workload_ids_, 1 + len(shared.node_ids_))},
+        "nodes": {node: _linear(model) for node, model in predictor.node_models_.items()},
+    }
+
+
+def write_json(predictor, path) -> Path:
+    """Write ``predictor`` to ``path`` as JSON for the JVM; returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(to_json(predictor)))
+    return path
