@@ -74,6 +74,17 @@ def spread(samples) -> dict:
     return {"median": statistics.median(samples), "min": min(samples), "max": max(samples), "n": len(samples)}
 
 
+def interval(values: list[float]) -> dict:
+    """Mean and 95% t-interval of ``values`` (one per seed or round); no interval from one value."""
+    from scipy.stats import t
+
+    mean = statistics.fmean(values)
+    if len(values) < 2:
+        return {"mean": mean, "low": None, "high": None}
+    half = float(t.ppf(0.975, len(values) - 1)) * statistics.stdev(values) / len(values) ** 0.5
+    return {"mean": mean, "low": mean - half, "high": mean + half}
+
+
 def markdown_table(headers, rows) -> str:
     """A Markdown table; floats are shown with three significant digits."""
     def cell(v):

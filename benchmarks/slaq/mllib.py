@@ -18,13 +18,11 @@ import statistics
 import time
 from pathlib import Path
 
-from benchmarks.common import markdown_table, report_header, result_path, run_metadata, write_json, write_markdown
+from benchmarks.common import interval, markdown_table, report_header, result_path, run_metadata, write_json, write_markdown
 
 from . import metrics
 from .workload import JobSpec, generate, run_arrivals, trace
 
-#: Two-sided 97.5% quantiles of Student's t by degrees of freedom (a 95% interval over seeds).
-_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
 METRICS = ("time_to_90_s", "time_to_95_s", "avg_normalized_loss")
 
 
@@ -128,15 +126,6 @@ def feed_cost(args) -> Path:
         markdown_table(["estimator", "fit median s", "slaq.fit median s", "ratio"], rows), ""]
     print(f"wrote {path} and {write_markdown(path, md)}")
     return path
-
-
-def interval(values: list[float]) -> dict:
-    """Mean and 95% t-interval of ``values`` (one per seed)."""
-    mean = statistics.fmean(values)
-    if len(values) < 2:
-        return {"mean": mean, "low": None, "high": None}
-    half = _T975.get(len(values) - 1, 1.96) * statistics.stdev(values) / len(values) ** 0.5
-    return {"mean": mean, "low": mean - half, "high": mean + half}
 
 
 def compare(runs: dict) -> dict:

@@ -1,12 +1,15 @@
 """Wrangler's benchmark: ``python -m benchmarks.wrangler [--jobs N] [--rounds R] [--out DIR]``.
 
-Noisy neighbour on ``local-cluster[E,1,1024]``: one executor's JVM is starved of CPU in bursts at
-seeded random times (:mod:`.noise`) while a two-stage job runs repeatedly. First a warm-up
+Noisy neighbours on ``local-cluster[E,1,1024]``: every executor is a node of its own (its process tree
+in its own CPU cgroup) and is starved of CPU in bursts at seeded random times, each node with its own
+pattern (:mod:`.noise`): the victim in long deep bursts, the others in short shallow ones (``--noisy-nodes
+victim`` starves the victim alone). A two-stage job runs repeatedly. First a warm-up
 application records telemetry (node samples, tasks) and a :class:`StragglerPredictor` is trained on
 it (two thirds train, one third calibrates). Then, in the same run, each arm is a fresh application
-with the same burst schedule: default Spark, ``spark.speculation=true``, Wrangler (p = 0.7), Wrangler
-with speculation, and Wrangler without the confidence threshold (p = 0). Arms are interleaved over
-rounds. The held-out prediction quality is measured on the default arm's tasks (no holds bias their
+with the same burst schedules: default Spark, speculation tuned as users tune it (multiplier 1.5,
+quantile 0.75), Wrangler (p = 0.7), Wrangler with that speculation, and Wrangler without the
+confidence threshold (p = 0). Arms are interleaved over rounds; ratios to speculation are taken per
+round and given with a 95% t-interval over rounds. The held-out prediction quality is measured on the default arm's tasks (no holds bias their
 labels). Writes ``<date>-<sha>.json`` plus a Markdown/PNG report to ``benchmarks/results/wrangler/``
 (or ``--out``).
 """
@@ -20,17 +23,20 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import result_path, run_metadata, write_json
+from benchmarks.common import interval, result_path, run_metadata, write_json
 
 from .noise import CpuGroup, NoisyNeighbour, burst_schedule, unavailable_reason
 from .report import write_report
 from .workload import arm_metrics, multi_stage_job, percentiles
 
+#: Speculation as users tune it for short stages: copy a task 1.5x slower than the median once 75% are done.
+SPECULATION = {"spark.speculation": "true", "spark.speculation.multiplier": "1.5",
+               "spark.speculation.quantile": "0.75"}
 ARMS = {
     "default": ({}, None),
-    "speculation": ({"spark.speculation": "true"}, None),
+    "speculation": (SPECULATION, None),
     "wrangler": ({}, 0.7),
-    "wrangler+speculation": ({"spark.speculation": "true"}, 0.7),
+    "wrangler+speculation": (SPECULATION, 0.7),
     "wrangler-no-threshold": ({}, 0.0),
 }
 
@@ -57,30 +63,52 @@ def run_app(args, name: str, extra: dict, model: Path | None, p: float | None, j
         expected = sum(range(args.partitions * 2000))
         assert multi_stage_job(spark, args.partitions, args.work) == expected
         mark = tm.mark()
-        low, high = args.burst_len
-        schedule = burst_schedule(args.seed, args.burst_window_s, mean_gap=args.burst_gap, min_len=low, max_len=high)
         started = time.time()
+        noise = {}
         with contextlib.ExitStack() as nodes:
-            if args.node_share is not None:  # one emulated node per executor: each its own CPU quota
-                for eid, pid in pids.items():
-                    if eid != args.victim:
-                        nodes.enter_context(CpuGroup(pid, f"sparkrm-wrangler-node-{eid}", args.node_share))
-            noise = nodes.enter_context(NoisyNeighbour(pids[args.victim], schedule, share=args.share,
-                                                       normal_share=args.node_share))
-            noise.start()
+            for eid, pid in sorted(pids.items()):
+                name = f"sparkrm-wrangler-node-{eid}"
+                pattern = node_pattern(args, eid)
+                if pattern is None:  # a quiet node: its own CPU quota only
+                    if args.node_share is not None:
+                        nodes.enter_context(CpuGroup(pid, name, args.node_share))
+                    continue
+                schedule, share = pattern
+                noise[eid] = nodes.enter_context(NoisyNeighbour(pid, schedule, share=share,
+                                                                normal_share=args.node_share, name=name))
+            for neighbour in noise.values():
+                neighbour.start()
             for _ in range(jobs):
                 assert multi_stage_job(spark, args.partitions, args.work) == expected
         wall = time.time() - started
+        bursts = {eid: n.bursts_ for eid, n in noise.items()}
         records = tm.records(since=mark)
         loop = running(spark)
         predict_s = list(loop.predict_seconds_) if loop else []
         if loop:
             loop.stop()
-        return {"arm": name, "wall_s": wall, "noise": noise.method_, "bursts": noise.bursts_,
+        return {"arm": name, "wall_s": wall, "noise": noise[args.victim].method_, "bursts": bursts,
                 "predict_seconds": predict_s, "records": records,
-                **arm_metrics(records, victim=args.victim, bursts=noise.bursts_)}
+                **arm_metrics(records, victim=args.victim, bursts=bursts)}
     finally:
         stop_and_clean(spark, app_id)
+
+
+def node_pattern(args, executor_id: str):
+    """``(burst schedule, share in bursts)`` of one node, or ``None`` for a quiet one.
+
+    The victim gets ``--share``, ``--burst-len`` and ``--burst-gap``; with ``--noisy-nodes every`` each
+    other node gets ``--other-share``, ``--other-burst-len`` and ``--other-burst-gap`` on a seed of its own,
+    so the nodes' bursts are independent.
+    """
+    if executor_id == args.victim:
+        share, (low, high), gap, seed = args.share, args.burst_len, args.burst_gap, args.seed
+    elif args.noisy_nodes == "every":
+        share, (low, high), gap = args.other_share, args.other_burst_len, args.other_burst_gap
+        seed = args.seed + 1 + int(executor_id)
+    else:
+        return None
+    return burst_schedule(seed, args.burst_window_s, mean_gap=gap, min_len=low, max_len=high), share
 
 
 def _executor_pids(tm, args) -> dict:
@@ -121,6 +149,13 @@ def main(argv=None) -> int:
     parser.add_argument("--burst-gap", type=float, default=8.0, help="mean seconds between bursts (exponential)")
     parser.add_argument("--burst-len", type=_seconds_range, default=(3.0, 8.0), metavar="MIN,MAX",
                         help="burst lengths, uniform between MIN and MAX seconds (default 3,8)")
+    parser.add_argument("--noisy-nodes", choices=("every", "victim"), default="every",
+                        help="starve every node, each in its own pattern (default), or the victim alone")
+    parser.add_argument("--other-share", type=float, default=0.3, help="CPU share of the other nodes in a burst")
+    parser.add_argument("--other-burst-len", type=_seconds_range, default=(1.0, 4.0), metavar="MIN,MAX",
+                        help="burst lengths of the other nodes (default 1,4)")
+    parser.add_argument("--other-burst-gap", type=float, default=20.0,
+                        help="mean seconds between the other nodes' bursts")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--arms", default=",".join(ARMS), help="comma-separated subset of " + ",".join(ARMS))
     parser.add_argument("--out", type=Path, default=None)
@@ -167,7 +202,8 @@ def main(argv=None) -> int:
 
 
 def summarize(runs: list, arms: list) -> dict:
-    """Per arm: pooled percentiles, task-seconds and delays; ratios to default and to speculation."""
+    """Per arm: pooled percentiles, task-seconds and delays; ratios to default and to speculation, pooled
+    and per round (each arm's round against the baseline's same round) with their 95% t-interval."""
     out = {}
     for name in arms:
         mine = [x for x in runs if x["arm"] == name]
@@ -187,12 +223,24 @@ def summarize(runs: list, arms: list) -> dict:
                                "job_p50": s["job"]["p50"] / out[base]["job"]["p50"],
                                "stage_p99": s["stage"]["p99"] / out[base]["stage"]["p99"],
                                "task_seconds": s["task_seconds"] / out[base]["task_seconds"]}
+        for name, s in out.items():
+            s[f"rounds_vs_{base}"] = _round_ratios(runs, name, base)
     if "default" in out:
         base = out["default"]
         for s in out.values():
             s["delay_overhead_pct_of_task"] = 100 * (s["queue_delay_p50_s"] - base["queue_delay_p50_s"]) / base[
                 "median_task_s"]
     return out
+
+
+def _round_ratios(runs: list, arm: str, base: str) -> dict:
+    """Job p99 and task-seconds of ``arm`` over ``base``, per round, and their interval over rounds."""
+    by_round = {(x["round"], x["arm"]): x for x in runs}
+    pairs = [(by_round[r, arm], by_round[r, base]) for r, name in by_round if name == arm and (r, base) in by_round]
+    p99 = [percentiles(a["job_s"])["p99"] / percentiles(b["job_s"])["p99"] for a, b in pairs]
+    task_s = [a["task_seconds"] / b["task_seconds"] for a, b in pairs]
+    return {"job_p99": {"per_round": p99, **interval(p99)} if p99 else {},
+            "task_seconds": {"per_round": task_s, **interval(task_s)} if task_s else {}}
 
 
 def _seconds_range(text: str) -> tuple[float, float]:

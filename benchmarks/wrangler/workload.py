@@ -25,8 +25,13 @@ def multi_stage_job(spark, partitions: int, work: int) -> int:
     return sum(v for _, v in sums.collect())
 
 
-def arm_metrics(records: dict, *, victim: str, bursts: list) -> dict:
-    """Job, stage and task figures of one arm's measured jobs (see the report for definitions)."""
+def arm_metrics(records: dict, *, victim: str, bursts: dict) -> dict:
+    """Job, stage and task figures of one arm's measured jobs (see the report for definitions).
+
+    ``bursts`` maps each starved executor to its bursts' (start, end) epoch ms. A straggler is
+    *foreseeable* when it was launched while its own node was in a burst: the only stragglers a
+    launch-time reading of node counters can foretell, so their share is the ceiling of any TPR here.
+    """
     jobs = records["job"].to_pandas()
     stages = records["stage"].to_pandas()
     tasks = records["task"].to_pandas()
@@ -36,11 +41,14 @@ def arm_metrics(records: dict, *, victim: str, bursts: list) -> dict:
     submitted = stages.set_index(["stageId", "stageAttempt"])["submissionTime"]
     queue = (tasks["launchTime"] - submitted.reindex(pd.MultiIndex.from_frame(tasks[["stageId", "stageAttempt"]]))
              .to_numpy()) / 1000
-    on_victim = tasks["executorId"] == victim
+    on_victim = (tasks["executorId"] == victim).to_numpy()
     in_burst = np.zeros(len(tasks), bool)
-    for start, end in bursts:
-        in_burst |= (tasks["launchTime"] >= start).to_numpy() & (tasks["launchTime"] < end).to_numpy()
+    for executor, spans in bursts.items():
+        mine = (tasks["executorId"] == executor).to_numpy()
+        for start, end in spans:
+            in_burst |= mine & (tasks["launchTime"] >= start).to_numpy() & (tasks["launchTime"] < end).to_numpy()
     labelled = label_tasks(tasks)
+    straggler = labelled["straggler"].reindex(tasks.index, fill_value=False).to_numpy(bool)
     return {
         "jobs": len(jobs), "job_s": job_s, "stage_s": stage_s,
         "task_seconds": float(tasks["durationMs"].sum() / 1000), "task_attempts": len(tasks),
@@ -49,7 +57,9 @@ def arm_metrics(records: dict, *, victim: str, bursts: list) -> dict:
         "queue_delay_p50_s": float(np.nanmedian(queue)), "queue_delay_p90_s": float(np.nanpercentile(queue, 90)),
         "victim_task_fraction": float(on_victim.mean()),
         "victim_tasks_launched_in_bursts": int((on_victim & in_burst).sum()),
+        "tasks_launched_in_bursts": int(in_burst.sum()),
         "straggler_fraction": float(labelled["straggler"].mean()),
+        "stragglers": int(straggler.sum()), "foreseeable_stragglers": int((straggler & in_burst).sum()),
         "holds": len(holds), "held_s": float(holds["durationMs"].sum() / 1000) if len(holds) else 0.0,
         "held_executors": sorted(holds["executorId"].unique().tolist()) if len(holds) else [],
     }

@@ -11,16 +11,22 @@ from pathlib import Path
 
 
 def executor_pid(spark, executor_id: str) -> int:
-    """The pid of this application's executor JVM ``executor_id`` (local-cluster runs them here)."""
-    app = spark.sparkContext.applicationId
+    """The pid of this application's executor JVM ``executor_id`` (local-cluster runs them here).
+
+    Matched by the driver's URL: two local-clusters started in the same second (parallel test modules)
+    give their applications the same id.
+    """
+    driver = f":{spark.sparkContext.getConf().get('spark.driver.port')}".encode()
     for proc in Path("/proc").iterdir():
         try:
             args = (proc / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"--app-id" in args and app.encode() in args and args[args.index(b"--executor-id") + 1] == executor_id.encode():
+        if (b"--driver-url" in args and args[args.index(b"--driver-url") + 1].endswith(driver)
+                and args[args.index(b"--executor-id") + 1] == executor_id.encode()):
             return int(proc.name)
-    raise AssertionError(f"no executor {executor_id} of {app} among this machine's processes")
+    raise AssertionError(f"no executor {executor_id} of the driver at port {driver.decode()[1:]} among this "
+                         "machine's processes")
 
 
 def steady_jobs(spark, seconds: float, *, slow_pid: int | None = None, task_s: float = 0.2, slowdown: float = 4.0):
@@ -53,3 +59,17 @@ def held_ms(holds, executor_id: str, start: float, end: float) -> float:
     """How long ``executor_id`` was held between ``start`` and ``end`` (epoch ms)."""
     return sum(max(0.0, min(end, h["endTime"]) - max(start, h["startTime"]))
                for h in holds if h["executorId"] == executor_id)
+
+
+def executor_ids(spark) -> list[str]:
+    """The ids of the application's registered executors, sorted."""
+    ids = spark.sparkContext._jsc.sc().getExecutorIds().mkString(",")
+    return sorted(ids.split(",")) if ids else []
+
+
+def holds_only_session(master: str, **conf) -> dict:
+    """A ``SPARK_SESSION`` for tests of the hold mechanism: long holds, no guard, no online training."""
+    return dict(master=master, features=["wrangler"],
+                conf={"spark.wrangler.interval": "200ms", "spark.wrangler.hold.maxDuration": "60s",
+                      "spark.wrangler.train.warmup": "1h", "spark.sparkrm.telemetry.dir": "{session_dir}/telemetry",
+                      "spark.wrangler.guard.enabled": "false", **conf})

@@ -20,8 +20,8 @@ def test_bursts_are_seeded_ordered_disjoint_and_inside_the_window():
     assert a and a[-1][1] <= 300
 
 
-def arm(name, jobs, task_s, queue, median_task=1.0):
-    return {"arm": name, "job_s": jobs, "stage_s": [j / 2 for j in jobs], "task_seconds": task_s,
+def arm(name, jobs, task_s, queue, median_task=1.0, round=0):
+    return {"arm": name, "round": round, "job_s": jobs, "stage_s": [j / 2 for j in jobs], "task_seconds": task_s,
             "speculative_attempts": 0, "queue_delay_p50_s": queue, "queue_delay_p90_s": queue,
             "median_task_s": median_task, "victim_task_fraction": 0.3, "straggler_fraction": 0.1, "holds": 0,
             "held_s": 0.0, "wall_s": sum(jobs)}
@@ -36,6 +36,16 @@ def test_summary_ratios_are_against_default_and_speculation_of_the_same_run():
     assert s["wrangler"]["vs_speculation"]["task_seconds"] == pytest.approx(90 / 120)
     assert s["wrangler"]["delay_overhead_pct_of_task"] == pytest.approx(20.0)
     assert s["default"]["vs_default"]["job_p99"] == 1.0
+
+
+def test_round_ratios_pair_each_arm_with_the_baseline_of_the_same_round():
+    runs = [arm("speculation", [10, 10], 100, 0.5, round=0), arm("wrangler", [5, 5], 50, 0.5, round=0),
+            arm("speculation", [20, 20], 100, 0.5, round=1), arm("wrangler", [15, 15], 100, 0.5, round=1),
+            arm("speculation", [10, 10], 100, 0.5, round=2), arm("wrangler", [7, 7], 70, 0.5, round=2)]
+    r = summarize(runs, ["speculation", "wrangler"])["wrangler"]["rounds_vs_speculation"]
+    assert r["job_p99"]["per_round"] == pytest.approx([0.5, 0.75, 0.7])
+    assert r["task_seconds"]["per_round"] == pytest.approx([0.5, 1.0, 0.7])
+    assert r["job_p99"]["mean"] == pytest.approx(0.65) and r["job_p99"]["low"] < 0.65 < r["job_p99"]["high"] < 1
 
 
 CHILD = "import sys, time\nsys.stdin.readline()\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end: pass\n"

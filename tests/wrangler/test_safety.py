@@ -94,8 +94,8 @@ def test_online_training_says_once_why_it_cannot_train_and_keeps_its_data(spark,
 def test_holds_of_a_slow_executor_stand(spark, tm):
     # executor 1's tasks are seen to be slow before the model flags it
     loop, records, start, end = flag_one_during_jobs(spark, tm, seconds=14, lead_s=4, slow_pid=executor_pid(spark, "1"))
-    assert {d["action"] for d in loop.decisions_} <= {"held", "renewed", "resting"}
-    assert records["wrangler_guard"].num_rows == 0
+    assert {d["action"] for d in loop.decisions_} <= {"held", "renewed", "resting"}, records["wrangler_guard"].to_pylist()
+    assert records["wrangler_guard"].num_rows == 0, records["wrangler_guard"].to_pylist()
     assert held_ms(records["wrangler_hold"].to_pylist(), "1", start, end) > 0.5 * (end - start)
 
 

@@ -39,7 +39,7 @@ import org.apache.spark.scheduler.SparkListenerInterface;
 /**
  * Every use of Spark API that is internal or changed between releases, in one place: listener-bus
  * access for telemetry, the shuffle-reading internals Riffle's reader builds on, and the
- * scheduler-backend set Wrangler's holds use.
+ * scheduler state Wrangler's holds use and give way to.
  *
  * <p>The jar is compiled against the installed pyspark's jars; {@code build.properties} in the jar
  * records which Spark version that was, and {@link #checkRuntimeVersion} refuses to start on a
@@ -122,6 +122,61 @@ public final class SparkCompat {
   public static scala.collection.mutable.HashSet<String> pendingLossReasons(
       org.apache.spark.scheduler.cluster.CoarseGrainedSchedulerBackend backend) {
     return backend.executorsPendingLossReason();
+  }
+
+  /**
+   * Runs {@code action} when this JVM receives {@code signal} (e.g. {@code PWR}), after the actions Spark
+   * registered; the signal escalates to the JVM's default only when every action returns false
+   * ({@code SignalUtils}, private[spark], public in bytecode 4.0-4.2).
+   */
+  public static void onSignal(String signal, java.util.function.BooleanSupplier action) {
+    org.apache.spark.util.SignalUtils$.MODULE$.register(signal, () -> action.getAsBoolean());
+  }
+
+  /**
+   * Whether a barrier job waits for a retry because its stage found too few slots
+   * ({@code DAGScheduler.barrierJobIdToNumTasksCheckFailures}, private[scheduler], public in bytecode 4.0-4.2).
+   */
+  public static boolean barrierJobsWaitingForSlots(SparkContext sc) {
+    org.apache.spark.scheduler.DAGScheduler dag = sc.dagScheduler();
+    return dag != null && !dag.barrierJobIdToNumTasksCheckFailures().isEmpty();
+  }
+
+  /**
+   * Whether a decommission of {@code executorId} was asked while it was inactive and parked in the backend's
+   * {@code unknownExecutorsPendingDecommission} (a protected val, public in bytecode 4.0-4.2). Spark parks
+   * at most {@code spark.scheduler.maxRetainedUnknownDecommissionExecutors} requests, by default none.
+   */
+  public static boolean parkedDecommission(
+      org.apache.spark.scheduler.cluster.CoarseGrainedSchedulerBackend backend, String executorId) {
+    return backend.unknownExecutorsPendingDecommission().getIfPresent(executorId) != null;
+  }
+
+  /**
+   * Re-issues a parked decommission of {@code executorId}, now active again, from the driver (so the
+   * executor is told, even when it asked itself and gave up on the driver's refusal); call it holding no
+   * lock, as it takes the scheduler's and the backend's. Returns whether there was one.
+   */
+  public static boolean reissueParkedDecommission(
+      org.apache.spark.scheduler.cluster.CoarseGrainedSchedulerBackend backend, String executorId) {
+    Tuple3<org.apache.spark.scheduler.ExecutorDecommissionInfo, Object, Object> parked =
+        backend.unknownExecutorsPendingDecommission().getIfPresent(executorId);
+    if (parked == null) return false;
+    backend.unknownExecutorsPendingDecommission().invalidate(executorId);
+    return backend.decommissionExecutor(executorId, parked._1(), (Boolean) parked._2(), false);
+  }
+
+  /** Whether Spark decommissions {@code executorId} ({@code executorsPendingDecommission}); hold the backend's monitor. */
+  public static boolean decommissioning(
+      org.apache.spark.scheduler.cluster.CoarseGrainedSchedulerBackend backend, String executorId) {
+    return backend.executorsPendingDecommission().contains(executorId);
+  }
+
+  /** Decommissions {@code executorId} from the driver, as Spark's own request; holding no lock. */
+  public static boolean decommission(
+      org.apache.spark.scheduler.cluster.CoarseGrainedSchedulerBackend backend, String executorId, String why) {
+    return backend.decommissionExecutor(executorId,
+        new org.apache.spark.scheduler.ExecutorDecommissionInfo(why, Option.empty()), false, false);
   }
 
   // ---- Shuffle internals used by Riffle's reader (checked against the 4.1 bytecode) ----

@@ -26,9 +26,10 @@ import org.slf4j.LoggerFactory;
  * other executors, nothing is killed or duplicated. Releasing removes only ids this class added and
  * revives offers at once. Every hold is capped at {@code maxHoldMs} of continuous holding, after which
  * the executor rests (cannot be held) for {@code restMs}; at least one active executor always stays
- * unheld; a daemon ticker expires holds (an exception in one tick is logged, the next tick runs). With
- * a {@link FeedbackGuard}, an executor whose recent tasks are not slower than the others' is not held,
- * or is released, whatever the model says. All hold state is guarded by the backend's monitor, the only
+ * unheld; a daemon ticker expires holds (an exception in one tick is logged, the next tick runs). No hold
+ * stands where Spark needs the executor ({@link HoldSafety}: a barrier job waiting for slots, a
+ * decommission, dynamic allocation's idle timeout). With a {@link FeedbackGuard}, an executor whose
+ * recent tasks are not slower than the others' is not held, or is released, whatever the model says. All hold state is guarded by the backend's monitor, the only
  * lock taken, so the lock order Spark uses (task scheduler, then backend) is never reversed. Start and
  * end times are stamped inside that lock, so a task launched in an offer round never falls inside a
  * recorded hold.
@@ -60,6 +61,7 @@ public final class ExecutorHolds {
   private final long maxHoldMs;
   private final long restMs;
   private final FeedbackGuard guard;
+  private final HoldSafety safety;
   private final Consumer<Hold> ended;
   private final BiConsumer<FeedbackGuard.Verdict, Long> refuted;
   private long tickFailures;
@@ -70,14 +72,16 @@ public final class ExecutorHolds {
 
   /**
    * @param guard checks holds against the executors' recent task times; {@code null} for none
+   * @param safety what Spark needs that a hold would deny
    * @param ended called (outside any lock) with every hold that ended, for its telemetry record
    * @param refuted called with each verdict that stopped holds of an executor, and the back-off in ms
    */
-  ExecutorHolds(long maxHoldMs, long restMs, FeedbackGuard guard, Consumer<Hold> ended,
+  ExecutorHolds(long maxHoldMs, long restMs, FeedbackGuard guard, HoldSafety safety, Consumer<Hold> ended,
       BiConsumer<FeedbackGuard.Verdict, Long> refuted) {
     this.maxHoldMs = maxHoldMs;
     this.restMs = restMs;
     this.guard = guard;
+    this.safety = safety;
     this.ended = ended;
     this.refuted = refuted;
     this.ticker = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -117,7 +121,8 @@ public final class ExecutorHolds {
    * Holds {@code executorId} for {@code durationMs} from now, or renews its hold (never past the cap).
    *
    * @return {@code held}, {@code renewed}, or why not: {@code unbound}, {@code resting},
-   *     {@code inactive} (unknown, lost or held by Spark itself), {@code last-active},
+   *     {@code inactive} (unknown, lost or held by Spark itself), {@code last-active}, what Spark needs
+   *     ({@code barrier}, {@code decommission}, {@code idle}; a hold in force ends),
    *     {@code unconfirmed} (the guard finds its recent tasks not slow; a hold in force ends),
    *     {@code distrusted} (within the guard's back-off)
    */
@@ -139,6 +144,11 @@ public final class ExecutorHolds {
   private String place(String executorId, long durationMs, double confidence) {
     CoarseGrainedSchedulerBackend be = backend;
     if (be == null) return "unbound";
+    String objection = safety.objection(executorId, be, System.currentTimeMillis());
+    if (objection != null) {
+      end(executorId, objection);
+      return objection;
+    }
     Hold h;
     synchronized (be) {
       long now = System.currentTimeMillis();
@@ -164,6 +174,22 @@ public final class ExecutorHolds {
   /** Ends the hold of {@code executorId} now; {@code false} when it was not held. */
   public boolean release(String executorId) {
     return end(executorId, "released");
+  }
+
+  /**
+   * Ends the hold of an executor that was told to decommission (by a signal it received), re-issuing the
+   * decommission the driver refused while it was held.
+   *
+   * @return whether Spark now decommissions it (also when the ticker ended the hold first), so that the
+   *     executor does not escalate the signal
+   */
+  public boolean decommissioning(String executorId) {
+    end(executorId, "decommission");
+    CoarseGrainedSchedulerBackend be = backend;
+    if (be == null) return false;
+    synchronized (be) {
+      return SparkCompat.decommissioning(be, executorId);
+    }
   }
 
   /** Ends the hold of an executor Spark removed (Spark has already cleared its set entry). */
@@ -230,13 +256,18 @@ public final class ExecutorHolds {
     CoarseGrainedSchedulerBackend be = backend;
     if (be == null) return;
     List<String> due = new ArrayList<>();
+    List<String> held = new ArrayList<>();
+    long now = System.currentTimeMillis();
     synchronized (be) {
-      long now = System.currentTimeMillis();
       for (Hold h : holds.values()) {
-        if (h.expiryTime <= now) due.add(h.executorId);
+        (h.expiryTime <= now ? due : held).add(h.executorId);
       }
     }
     for (String id : due) end(id, null);
+    for (String id : held) {
+      String objection = safety.objection(id, be, now);
+      if (objection != null) end(id, objection);
+    }
   }
 
   /** Ends a hold; a {@code null} reason means it ran out: {@code cap} or {@code expired}. */
@@ -258,6 +289,7 @@ public final class ExecutorHolds {
       LOG.warn("Wrangler released executor {} but could not revive offers: {}", executorId, e.toString());
     }
     LOG.info("Wrangler released executor {} after {} ms ({})", executorId, h.endTime - h.startTime, h.endReason);
+    safety.afterEnd(executorId, h.endReason, be);
     try {
       ended.accept(h);
     } catch (RuntimeException e) {

@@ -41,6 +41,7 @@ public final class NodeSampler {
     NodeSampler sampler = new NodeSampler(ctx, intervalMs);
     instance = sampler;
     sampler.thread.start();
+    DecommissionNotice.register(ctx);
     LOG.info("Wrangler node sampler started on executor {} every {} ms", ctx.executorID(), intervalMs);
   }
 

@@ -12,8 +12,10 @@ import java.util.function.BiConsumer;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.SparkContext;
 import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerExecutorAdded;
 import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
+import org.apache.spark.scheduler.SparkListenerTaskStart;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -26,7 +28,7 @@ import org.slf4j.LoggerFactory;
  */
 public final class WranglerDriver {
   private static final Logger LOG = LoggerFactory.getLogger(WranglerDriver.class);
-  /** Listener-bus queue of the listener that forgets holds of removed executors. */
+  /** Listener-bus queue of the listener that feeds the guard and the safety checks and forgets removed executors. */
   static final String QUEUE = "sparkrm-wrangler";
 
   static final RecordSchema<JsonNode> NODE = nodeSchema();
@@ -76,7 +78,9 @@ public final class WranglerDriver {
         ? new FeedbackGuard(conf.getLong("spark.wrangler.guard.window"), (int) conf.getLong("spark.wrangler.guard.minTasks"),
             2 * maxHoldMs)
         : null;
-    ExecutorHolds holds = new ExecutorHolds(maxHoldMs, intervalMs, guard, h -> telemetry.record(HOLD, h),
+    HoldSafety.retainDecommissionRequests(sc);
+    HoldSafety safety = new HoldSafety(sc);
+    ExecutorHolds holds = new ExecutorHolds(maxHoldMs, intervalMs, guard, safety, h -> telemetry.record(HOLD, h),
         refutationReporter(telemetry));
     JvmDecisions decisions = jvmDecisions(conf, holds, intervalMs);
     telemetry.register(NODE);
@@ -87,15 +91,28 @@ public final class WranglerDriver {
       if (decisions != null) decisions.sample(msg);
       return null;
     });
+    router.on("wrangler.decommissioning", msg -> holds.decommissioning(msg.path("executorId").asText()));
     SparkCompat.addListener(sc, new SparkListener() {
       @Override
       public void onExecutorRemoved(SparkListenerExecutorRemoved e) {
         if (decisions != null) decisions.executorRemoved(e.executorId());
         holds.executorRemoved(e.executorId());
+        safety.executorRemoved(e.executorId());
+      }
+
+      @Override
+      public void onExecutorAdded(SparkListenerExecutorAdded e) {
+        safety.executorAdded(e.executorId(), e.time());
+      }
+
+      @Override
+      public void onTaskStart(SparkListenerTaskStart e) {
+        safety.taskStarted(e.taskInfo().executorId());
       }
 
       @Override
       public void onTaskEnd(SparkListenerTaskEnd e) {
+        safety.taskEnded(e.taskInfo().executorId(), e.taskInfo().finishTime());
         if (guard != null) guard.taskEnded(e);
       }
     }, QUEUE);
