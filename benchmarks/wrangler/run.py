@@ -67,15 +67,15 @@ def run_app(args, name: str, extra: dict, model: Path | None, p: float | None, j
         noise = {}
         with contextlib.ExitStack() as nodes:
             for eid, pid in sorted(pids.items()):
-                name = f"sparkrm-wrangler-node-{eid}"
+                group = f"sparkrm-wrangler-node-{eid}"
                 pattern = node_pattern(args, eid)
                 if pattern is None:  # a quiet node: its own CPU quota only
                     if args.node_share is not None:
-                        nodes.enter_context(CpuGroup(pid, name, args.node_share))
+                        nodes.enter_context(CpuGroup(pid, group, args.node_share))
                     continue
                 schedule, share = pattern
                 noise[eid] = nodes.enter_context(NoisyNeighbour(pid, schedule, share=share,
-                                                                normal_share=args.node_share, name=name))
+                                                                normal_share=args.node_share, name=group))
             for neighbour in noise.values():
                 neighbour.start()
             for _ in range(jobs):
