@@ -37,12 +37,20 @@ class StandaloneCluster:
         Cores each worker offers (may exceed the machine's: that oversubscribes it).
     memory : str, default="2g"
         Memory each worker offers to executors.
+    host_per_worker : bool, default=False
+        Bind worker ``i`` (and so its executors) to loopback address ``127.0.0.{i + 2}`` instead of
+        ``127.0.0.1``, so Spark sees one host per worker. Spark never runs a speculative copy on the host
+        of the original attempt, so speculation needs this to act on one machine at all.
     """
 
-    def __init__(self, workers: int = 1, cores: int = 2, memory: str = "2g", *, start_timeout_s: float = 60.0):
+    def __init__(self, workers: int = 1, cores: int = 2, memory: str = "2g", *, host_per_worker: bool = False,
+                 start_timeout_s: float = 60.0):
         if workers < 1 or cores < 1:
             raise ValueError(f"workers and cores must be >= 1. Got workers={workers!r}, cores={cores!r}.")
+        if host_per_worker and workers > 250:
+            raise ValueError(f"host_per_worker gives each worker a 127.0.0.x address: at most 250. Got {workers}.")
         self.workers, self.cores, self.memory, self.start_timeout_s = workers, cores, memory, start_timeout_s
+        self.hosts = [f"127.0.0.{i + 2}" if host_per_worker else "127.0.0.1" for i in range(workers)]
         self.port, self.ui_port = _free_port(), _free_port()
         self.url = f"spark://127.0.0.1:{self.port}"
         self._procs: list[subprocess.Popen] = []
@@ -58,10 +66,10 @@ class StandaloneCluster:
         spark_class = [str(home / "bin" / "spark-class")]
         self._launch(spark_class + ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                                     "--port", str(self.port), "--webui-port", str(self.ui_port)], env, "master")
-        for i in range(self.workers):
+        for i, host in enumerate(self.hosts):
             self._launch(spark_class + ["org.apache.spark.deploy.worker.Worker", "--cores", str(self.cores),
-                                        "--memory", self.memory, "--webui-port", "0", "--host", "127.0.0.1",
-                                        self.url], env, f"worker-{i}")
+                                        "--memory", self.memory, "--webui-port", "0", "--host", host,
+                                        self.url], {**env, "SPARK_LOCAL_IP": host}, f"worker-{i}")
         self._wait_for_workers()
         return self
 

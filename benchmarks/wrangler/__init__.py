@@ -1,1 +1,1 @@
-"""Wrangler benchmark: noisy neighbour on local-cluster (see run.py)."""
+"""Wrangler benchmark: noisy neighbours, one node per executor (see run.py)."""

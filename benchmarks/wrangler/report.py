@@ -18,8 +18,8 @@ def write_report(json_path: Path) -> Path:
              v.get("vs_speculation", {}).get("task_seconds", float("nan")),
              v["queue_delay_p50_s"], v.get("delay_overhead_pct_of_task", float("nan")),
              f"{100 * v['victim_task_fraction']:.0f}%", int(v["holds"]), v["held_s"]] for arm, v in s.items()]
-    md = report_header(data["meta"], "Wrangler: noisy neighbours on local-cluster") + [
-        f"`local-cluster[{conf['executors']},1,1024]`; executor {conf['victim']} is starved to "
+    md = report_header(data["meta"], "Wrangler: noisy neighbours, one node per executor") + [
+        f"{_cluster_text(conf)}; executor {conf['victim']} is starved to "
         f"{100 * conf['share']:.0f}% of a core during seeded random bursts of {_burst_text(conf)} ({conf['noise']})"
         f"{_others_text(conf)}{_node_text(conf)}; each job has two "
         f"stages of {conf['partitions']} CPU-bound tasks. Model trained on {cost['train_rows']} tasks "
@@ -63,6 +63,13 @@ def write_report(json_path: Path) -> Path:
 def _burst_text(conf: dict) -> str:
     low, high = conf.get("burst_len", (3.0, 8.0))  # runs recorded before the option existed used 3-8 s
     return f"{low:g}-{high:g} s every {conf.get('burst_gap', 8.0):g} s on average"
+
+
+def _cluster_text(conf) -> str:
+    if conf.get("cluster", "local") == "local":
+        return f"`local-cluster[{conf['executors']},1,1024]` (one host: speculation cannot act)"
+    return (f"a standalone cluster of {conf['executors']} one-core workers, each on a loopback address of its own "
+            f"(so speculative copies can run on another host)")
 
 
 def _others_text(conf: dict) -> str:

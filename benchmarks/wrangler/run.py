@@ -1,7 +1,9 @@
 """Wrangler's benchmark: ``python -m benchmarks.wrangler [--jobs N] [--rounds R] [--out DIR]``.
 
-Noisy neighbours on ``local-cluster[E,1,1024]``: every executor is a node of its own (its process tree
-in its own CPU cgroup) and is starved of CPU in bursts at seeded random times, each node with its own
+Noisy neighbours on a standalone cluster of E one-core workers, each bound to a loopback address of
+its own (``--cluster hosts``, the default; Spark runs a speculative copy only on another host than the
+original, so on one host speculation never acts) or on ``local-cluster[E,1,1024]`` (``--cluster local``):
+every executor is a node of its own (its process tree in its own CPU cgroup) and is starved of CPU in bursts at seeded random times, each node with its own
 pattern (:mod:`.noise`): the victim in long deep bursts, the others in short shallow ones (``--noisy-nodes
 victim`` starves the victim alone). A two-stage job runs repeatedly. First a warm-up
 application records telemetry (node samples, tasks) and a :class:`StragglerPredictor` is trained on
@@ -21,9 +23,11 @@ import contextlib
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 from benchmarks.common import interval, result_path, run_metadata, write_json
+from spark_plugin.standalone import StandaloneCluster
 
 from .noise import CpuGroup, NoisyNeighbour, burst_schedule, unavailable_reason
 from .report import write_report
@@ -41,7 +45,8 @@ ARMS = {
 }
 
 
-def run_app(args, name: str, extra: dict, model: Path | None, p: float | None, jobs: int, work_dir: Path) -> dict:
+def run_app(args, master: str, name: str, extra: dict, model: Path | None, p: float | None, jobs: int,
+            work_dir: Path) -> dict:
     """One application: start, wait for executors, one unmeasured job, then ``jobs`` jobs under noise."""
     import spark_plugin
     from spark_plugin.wrangler import running
@@ -54,7 +59,10 @@ def run_app(args, name: str, extra: dict, model: Path | None, p: float | None, j
         conf.update({"spark.wrangler.mode": "hint", "spark.wrangler.train.warmup": "24h"})
     else:
         conf.update({"spark.wrangler.model.path": str(model), "spark.wrangler.confidence": str(p)})
-    spark = spark_plugin.session(f"local-cluster[{args.executors},1,1024]", ["wrangler"],
+    if master.startswith("spark://"):
+        conf.update({"spark.executor.cores": "1", "spark.executor.memory": "1g",
+                     "spark.cores.max": str(args.executors)})
+    spark = spark_plugin.session(master, ["wrangler"],
                                  app_name=f"wrangler-bench-{name}", conf=conf)
     app_id = spark.sparkContext.applicationId
     try:
@@ -82,13 +90,15 @@ def run_app(args, name: str, extra: dict, model: Path | None, p: float | None, j
                 assert multi_stage_job(spark, args.partitions, args.work) == expected
         wall = time.time() - started
         bursts = {eid: n.bursts_ for eid, n in noise.items()}
+        time.sleep(2)  # a speculative copy killed when its original won reports its end after the job
         records = tm.records(since=mark)
         loop = running(spark)
         predict_s = list(loop.predict_seconds_) if loop else []
+        decisions = dict(Counter(f"{d['why']}:{d['action']}" for d in loop.decisions_)) if loop else {}
         if loop:
             loop.stop()
         return {"arm": name, "wall_s": wall, "noise": noise[args.victim].method_, "bursts": bursts,
-                "predict_seconds": predict_s, "records": records,
+                "predict_seconds": predict_s, "decisions": decisions, "records": records,
                 **arm_metrics(records, victim=args.victim, bursts=bursts)}
     finally:
         stop_and_clean(spark, app_id)
@@ -133,6 +143,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.wrangler", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--executors", type=int, default=3)
+    parser.add_argument("--cluster", choices=("hosts", "local"), default="hosts",
+                        help="one host (loopback address) per executor on a standalone cluster (default), or "
+                             "local-cluster, where every executor shares one host and speculation cannot act")
     parser.add_argument("--victim", default="2", help="executor id of the noisy neighbour's victim")
     parser.add_argument("--partitions", type=int, default=12, help="tasks per stage")
     parser.add_argument("--work", type=int, default=1_500_000, help="Python loop steps per task")
@@ -163,10 +176,15 @@ def main(argv=None) -> int:
     from spark_plugin.wrangler import StragglerPredictor, evaluate
 
     arms = [a.strip() for a in args.arms.split(",") if a.strip()]
-    with tempfile.TemporaryDirectory(prefix="wrangler-bench-") as tmp:
-        work = Path(tmp)
+    with contextlib.ExitStack() as stack:
+        work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="wrangler-bench-")))
+        if args.cluster == "hosts":
+            master = stack.enter_context(StandaloneCluster(workers=args.executors, cores=1, memory="1g",
+                                                           host_per_worker=True)).url
+        else:
+            master = f"local-cluster[{args.executors},1,1024]"
         print(f"noise: {'cgroup cpu quota' if unavailable_reason() is None else unavailable_reason()}", file=sys.stderr)
-        warm = run_app(args, "warmup", {}, None, None, args.warmup_jobs, work)
+        warm = run_app(args, master, "warmup", {}, None, None, args.warmup_jobs, work)
         train_rows = rows_of(warm, args)
         t0 = time.perf_counter()
         model = StragglerPredictor(min_node_tasks=50).fit(train_rows)
@@ -177,8 +195,8 @@ def main(argv=None) -> int:
             for name in arms[r % len(arms):] + arms[:r % len(arms)]:
                 extra, p = ARMS[name]
                 print(f"round {r + 1}: {name}", file=sys.stderr)
-                runs.append({"round": r, **run_app(args, name, extra, model_path if p is not None else None,
-                                                   p, args.jobs, work)})
+                runs.append({"round": r, **run_app(args, master, name, extra,
+                                                   model_path if p is not None else None, p, args.jobs, work)})
         held_out = [rows_of(x, args) for x in runs if x["arm"] == "default"]
     quality = {}
     if held_out:

@@ -99,6 +99,16 @@ def test_holds_of_a_slow_executor_stand(spark, tm):
     assert held_ms(records["wrangler_hold"].to_pylist(), "1", start, end) > 0.5 * (end - start)
 
 
+def test_a_hold_stands_when_the_slowness_begins_with_it(spark, tm):
+    # Executor 1 ran fast for a whole guard window, then turns slow as the model flags it: as when node
+    # counters show a burst before any task does. Only the tasks that run through the hold judge it.
+    assert set(steady_jobs(spark, WINDOW_MS / 1000)) == {sum(x * x for x in range(30))}
+    loop, records, start, end = flag_one_during_jobs(spark, tm, seconds=10, lead_s=0.3,
+                                                     slow_pid=executor_pid(spark, "1"))
+    assert records["wrangler_guard"].num_rows == 0, records["wrangler_guard"].to_pylist()
+    assert held_ms(records["wrangler_hold"].to_pylist(), "1", start, end) > 0.5 * (end - start)
+
+
 def test_the_guard_stops_a_useless_model_from_holding_a_healthy_executor(spark, tm):
     # the slow tasks of the last test leave the guard's window first
     loop, records, start, end = flag_one_during_jobs(spark, tm, seconds=22, lead_s=WINDOW_MS / 1000 + 1)
@@ -108,7 +118,7 @@ def test_the_guard_stops_a_useless_model_from_holding_a_healthy_executor(spark, 
     assert {"unconfirmed", "distrusted"} >= {d["action"] for d in loop.decisions_} - {"held", "renewed"}
     guard = records["wrangler_guard"].to_pylist()
     assert guard and {g["executorId"] for g in guard} == {"1"}
-    assert all(g["executorMedian"] < 1.15 * g["othersMedian"] and g["tasks"] >= 3 for g in guard)
+    assert all(g["executorMedian"] < 1.15 * g["othersMedian"] and g["tasks"] >= 1 for g in guard)
     assert [g["backoffMs"] for g in guard] == sorted(g["backoffMs"] for g in guard)  # it doubles while repeated
     assert guard[0]["backoffMs"] == 2 * CAP_MS
 

@@ -13,6 +13,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 import org.apache.spark.scheduler.SchedulerBackend;
+import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.apache.spark.scheduler.cluster.CoarseGrainedSchedulerBackend;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -28,8 +29,9 @@ import org.slf4j.LoggerFactory;
  * the executor rests (cannot be held) for {@code restMs}; at least one active executor always stays
  * unheld; a daemon ticker expires holds (an exception in one tick is logged, the next tick runs). No hold
  * stands where Spark needs the executor ({@link HoldSafety}: a barrier job waiting for slots, a
- * decommission, dynamic allocation's idle timeout). With a {@link FeedbackGuard}, an executor whose
- * recent tasks are not slower than the others' is not held, or is released, whatever the model says. All hold state is guarded by the backend's monitor, the only
+ * decommission, dynamic allocation's idle timeout). With a {@link FeedbackGuard}, a hold whose executor's
+ * running tasks turn out no slower than the others' ends as soon as they do, and the executor is not held
+ * again for a back-off, whatever the model says. All hold state is guarded by the backend's monitor, the only
  * lock taken, so the lock order Spark uses (task scheduler, then backend) is never reversed. Start and
  * end times are stamped inside that lock, so a task launched in an offer round never falls inside a
  * recorded hold.
@@ -123,12 +125,19 @@ public final class ExecutorHolds {
    * @return {@code held}, {@code renewed}, or why not: {@code unbound}, {@code resting},
    *     {@code inactive} (unknown, lost or held by Spark itself), {@code last-active}, what Spark needs
    *     ({@code barrier}, {@code decommission}, {@code idle}; a hold in force ends),
-   *     {@code unconfirmed} (the guard finds its recent tasks not slow; a hold in force ends),
+   *     {@code unconfirmed} (the tasks that ran through the hold in force were not slow; it ends),
    *     {@code distrusted} (within the guard's back-off)
    */
   public String hold(String executorId, long durationMs, double confidence) {
     String refusal = backend == null ? null : guardRefusal(executorId);
     return refusal != null ? refusal : place(executorId, durationMs, confidence);
+  }
+
+  /** Feeds the guard a finished task (from the listener bus) and ends its executor's hold if the task refutes it. */
+  void taskEnded(SparkListenerTaskEnd e) {
+    if (guard == null) return;
+    guard.taskEnded(e);
+    unconfirmed(e.taskInfo().executorId(), System.currentTimeMillis());
   }
 
   /**
@@ -234,11 +243,22 @@ public final class ExecutorHolds {
     if (guard == null) return null;
     long now = System.currentTimeMillis();
     if (guard.distrustedUntil(executorId) > now) return "distrusted";
-    FeedbackGuard.Verdict verdict = guard.verdict(executorId, now);
-    if (!verdict.refuted()) return null;
-    long backoff = guard.distrust(executorId, now);
-    end(executorId, "unconfirmed");
-    refuted.accept(verdict, backoff);
+    return unconfirmed(executorId, now);
+  }
+
+  /** Ends the hold of {@code executorId} if its witnesses refute it, returning {@code unconfirmed}; else {@code null}. */
+  private String unconfirmed(String executorId, long now) {
+    CoarseGrainedSchedulerBackend be = backend;
+    if (be == null) return null;
+    long holdStart;
+    synchronized (be) {
+      Hold h = holds.get(executorId);
+      if (h == null) return null;
+      holdStart = h.startTime;
+    }
+    FeedbackGuard.Verdict verdict = guard.verdict(executorId, holdStart, now);
+    if (!verdict.refuted() || !end(executorId, "unconfirmed")) return null;  // or another thread ended it first
+    refuted.accept(verdict, guard.distrust(executorId, now));
     return "unconfirmed";
   }
 

@@ -15,15 +15,17 @@ import org.apache.spark.scheduler.SparkListenerTaskEnd;
  * online, spec section on choosing p).
  *
  * <p>A model can be wrong in a way no offline score shows: trained on another cluster, on too little
- * data, or on noise that has since moved. Every successful task tells how slow its executor is now:
- * its duration per byte moved (plain duration for tasks that moved nothing), relative to the median of
- * the same stage's tasks in the recent window, as Wrangler's labels measure it. An executor is
- * <em>refuted</em> when it ran at least {@code minTasks} recent tasks and their median relative
- * duration is below {@link #MARGIN} times the other executors' median: holding it cannot help, since
- * it is not slower than the executors its tasks would go to. A refuted executor is not held for a
- * back-off that doubles with each refutation in a row (up to {@link #MAX_BACKOFF_FACTOR} times) and
- * is forgotten once it runs slow again. An executor with too few recent tasks (new, or held through
- * the whole window) is not judged.
+ * data, or on noise that has since moved. A hold is a claim that its executor is slow <em>now</em>, and
+ * the tasks that were running on it when the hold began are its witnesses: each tells, when it ends, how
+ * slow the executor was, as its duration per byte moved (plain duration for tasks that moved nothing)
+ * relative to the median of the same stage's recent tasks, as Wrangler's labels measure it. A hold is
+ * <em>refuted</em> once at least {@code minTasks} witnesses have ended and their median relative
+ * duration is below {@link #MARGIN} times the other executors' recent median: the executor is not slower
+ * than the ones its tasks would go to, so holding it cannot help. The hold ends at once and the executor
+ * is not held again for a back-off that doubles with each refutation in a row (up to
+ * {@link #MAX_BACKOFF_FACTOR} times); a confirmed hold clears the count. Past tasks alone never refuse a
+ * hold: Wrangler exists to act on slowness its node counters foresee before any task shows it, so only
+ * the tasks that ran through the hold judge it. A hold with no witness (an idle executor) is not judged.
  */
 final class FeedbackGuard {
   /** How much slower than the others an executor's recent tasks must be for a hold to stand. */
@@ -78,8 +80,11 @@ final class FeedbackGuard {
     return distrustedUntil.getOrDefault(executorId, 0L);
   }
 
-  /** Judges {@code executorId} on the tasks that ended in the window before {@code now}. */
-  synchronized Verdict verdict(String executorId, long now) {
+  /**
+   * Judges the hold of {@code executorId} that began at {@code holdStart}: its witnesses are the
+   * executor's tasks that ended since, its peers the other executors' tasks of the window before {@code now}.
+   */
+  synchronized Verdict verdict(String executorId, long holdStart, long now) {
     forgetBefore(now - windowMs);
     Map<String, List<Double>> byPeers = new HashMap<>();
     for (Task t : recent) byPeers.computeIfAbsent(t.peers(), k -> new ArrayList<>()).add(t.normalized());
@@ -92,7 +97,11 @@ final class FeedbackGuard {
     for (Task t : recent) {
       Double m = peerMedian.get(t.peers());
       if (m == null || m <= 0) continue;
-      (t.executorId().equals(executorId) ? mine : others).add(t.normalized() / m);
+      if (!t.executorId().equals(executorId)) {
+        others.add(t.normalized() / m);
+      } else if (t.endTime() > holdStart) {
+        mine.add(t.normalized() / m);
+      }
     }
     if (mine.size() < minTasks || others.size() < minTasks) return new Verdict(executorId, 0, Double.NaN, Double.NaN);
     Verdict v = new Verdict(executorId, mine.size(), median(mine), median(others));

@@ -113,7 +113,7 @@ public final class WranglerDriver {
       @Override
       public void onTaskEnd(SparkListenerTaskEnd e) {
         safety.taskEnded(e.taskInfo().executorId(), e.taskInfo().finishTime());
-        if (guard != null) guard.taskEnded(e);
+        holds.taskEnded(e);
       }
     }, QUEUE);
     ExecutorHolds.activate(holds);
@@ -143,8 +143,9 @@ public final class WranglerDriver {
     Set<String> warned = ConcurrentHashMap.newKeySet();
     return (verdict, backoffMs) -> {
       telemetry.record(GUARD, new Refutation(verdict, System.currentTimeMillis(), backoffMs));
-      String message = "Wrangler stops holding executor {} for {} s: its last {} tasks ran at {}x their stages' "
-          + "median, the other executors' at {}x, so it is not slow and holding it cannot help.";
+      String message = "Wrangler stops holding executor {} for {} s: the {} task(s) running on it when the hold "
+          + "began ran at {}x their stages' median, the other executors' at {}x, so it is not slow and holding it "
+          + "cannot help.";
       Object[] args = {verdict.executorId(), backoffMs / 1000, verdict.tasks(),
           String.format("%.2f", verdict.executorMedian()), String.format("%.2f", verdict.othersMedian())};
       if (warned.add(verdict.executorId())) {
