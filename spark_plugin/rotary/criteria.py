@@ -6,9 +6,11 @@ Three templates, each with an optional budget written with ``WITHIN``::
     UNTIL CONVERGE(ACC, 0.001) WITHIN 30 EPOCHS convergence: the estimate moves less than delta
     RUN FOR 120 SECONDS                        runtime: just a budget
 
-A job is *attained* when its criterion is met, *unattained* when its budget runs out first
-(elapsed time counts from arrival, so waiting counts too), and *running* otherwise. A job whose
-every batch is processed holds the exact answer and is attained whatever its threshold.
+A job is *attained* when its criterion is met within its budget, *unattained* when its budget runs
+out first (elapsed time counts from arrival, so waiting counts too), and *running* otherwise. A job
+whose every batch is processed holds the exact answer and is attained whatever its threshold, if it
+got there within its budget. A criterion met only after the deadline is not attained: an answer
+after the deadline is late, however good.
 """
 
 from __future__ import annotations
@@ -39,6 +41,11 @@ class Budget:
         return ((self.seconds is not None and p.elapsed_s >= self.seconds)
                 or (self.epochs is not None and p.epochs >= self.epochs))
 
+    def overrun(self, p: Progress) -> bool:
+        """Past the budget: what is met now was met too late (meeting it on the last epoch or second counts)."""
+        return ((self.seconds is not None and p.elapsed_s > self.seconds)
+                or (self.epochs is not None and p.epochs > self.epochs))
+
     def __str__(self):
         return f"{self.seconds:g} SECONDS" if self.seconds is not None else f"{self.epochs} EPOCHS"
 
@@ -51,6 +58,8 @@ class Criterion:
     delta: float | None = None  # convergence
 
     def status(self, p: Progress) -> str:
+        if self.budget is not None and self.budget.overrun(p):
+            return ATTAINED if self.kind == "runtime" else UNATTAINED
         if p.complete:
             return ATTAINED
         if self.kind == "accuracy" and p.estimate >= self.threshold:

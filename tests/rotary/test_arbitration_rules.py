@@ -43,6 +43,16 @@ def test_accuracy_is_attained_at_the_threshold_and_unattained_at_the_deadline():
     assert c.status(Progress(elapsed_s=60, epochs=9, estimate=0.1, complete=True)) == ATTAINED
 
 
+def test_a_criterion_met_after_the_deadline_is_not_attained():
+    c = criteria.accuracy(0.9, seconds=60)
+    assert c.status(Progress(elapsed_s=61, epochs=9, estimate=0.95)) == UNATTAINED
+    assert c.status(Progress(elapsed_s=61, epochs=9, estimate=1.0, complete=True)) == UNATTAINED
+    converge = criteria.convergence(0.01, epochs=5)
+    assert converge.status(Progress(1, 5, estimate=0.805, previous=0.80)) == ATTAINED  # on the last epoch
+    assert converge.status(Progress(1, 6, estimate=0.805, previous=0.80)) == UNATTAINED
+    assert criteria.runtime(seconds=30).status(Progress(31, 4, estimate=0.5, complete=True)) == ATTAINED
+
+
 def test_convergence_and_runtime_criteria():
     c = criteria.convergence(0.01, epochs=5)
     assert c.status(Progress(1, 2, estimate=0.80, previous=0.70)) == RUNNING
