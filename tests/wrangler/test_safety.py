@@ -111,7 +111,7 @@ def test_a_hold_stands_when_the_slowness_begins_with_it(spark, tm):
 
 def test_the_guard_stops_a_useless_model_from_holding_a_healthy_executor(spark, tm):
     # the slow tasks of the last test leave the guard's window first
-    loop, records, start, end = flag_one_during_jobs(spark, tm, seconds=40, lead_s=WINDOW_MS / 1000 + 1)
+    loop, records, start, end = flag_one_during_jobs(spark, tm, seconds=30, lead_s=WINDOW_MS / 1000 + 1)
     # The model flags executor 1 at every tick; it is held for less than 5% of the time.
     assert len(loop.decisions_) >= 10
     assert held_ms(records["wrangler_hold"].to_pylist(), "1", start, end) < 0.05 * (end - start)

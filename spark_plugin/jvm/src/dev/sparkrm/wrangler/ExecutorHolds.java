@@ -270,11 +270,7 @@ public final class ExecutorHolds {
       holdStart = h.startTime;
     }
     FeedbackGuard.Verdict verdict = guard.verdict(executorId, holdStart, now);
-    if (!verdict.refuted()) {
-      if (verdict.tasks() > 0) guard.confirmed(executorId);
-      return null;
-    }
-    if (!end(executorId, "unconfirmed")) return null;  // another thread ended it first
+    if (!verdict.refuted() || !end(executorId, "unconfirmed")) return null;  // or another thread ended it first
     refuted.accept(verdict, guard.distrust(executorId, now));
     return "unconfirmed";
   }

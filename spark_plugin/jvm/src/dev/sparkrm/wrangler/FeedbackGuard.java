@@ -105,12 +105,9 @@ final class FeedbackGuard {
       }
     }
     if (mine.size() < minTasks || others.size() < minTasks) return new Verdict(executorId, 0, Double.NaN, Double.NaN);
-    return new Verdict(executorId, mine.size(), median(mine), median(others));
-  }
-
-  /** A judged hold of {@code executorId} stood: its refutations in a row start again from none. */
-  synchronized void confirmed(String executorId) {
-    strikes.remove(executorId);
+    Verdict v = new Verdict(executorId, mine.size(), median(mine), median(others));
+    if (!v.refuted()) strikes.remove(executorId);
+    return v;
   }
 
   /** Refuses holds of {@code executorId} for the next back-off; returns its length in ms. */
