@@ -126,8 +126,7 @@ public final class ExecutorHolds {
    *     {@code inactive} (unknown, lost or held by Spark itself), {@code last-active}, what Spark needs
    *     ({@code barrier}, {@code decommission}, {@code idle}; a hold in force ends),
    *     {@code unconfirmed} (the tasks that ran through the hold in force were not slow; it ends),
-   *     {@code distrusted} (within the guard's back-off), {@code unwitnessed} (idle, so no running task
-   *     would judge the hold, and its recent tasks were not slow)
+   *     {@code distrusted} (within the guard's back-off)
    */
   public String hold(String executorId, long durationMs, double confidence) {
     String refusal = backend == null ? null : guardRefusal(executorId);
@@ -244,19 +243,7 @@ public final class ExecutorHolds {
     if (guard == null) return null;
     long now = System.currentTimeMillis();
     if (guard.distrustedUntil(executorId) > now) return "distrusted";
-    if (!isHeld(executorId) && !safety.busy(executorId)
-        && guard.verdict(executorId, Long.MIN_VALUE, now).refuted()) {
-      return "unwitnessed";  // idle: no task would judge the hold, and its recent tasks were not slow
-    }
     return unconfirmed(executorId, now);
-  }
-
-  private boolean isHeld(String executorId) {
-    CoarseGrainedSchedulerBackend be = backend;
-    if (be == null) return false;
-    synchronized (be) {
-      return holds.containsKey(executorId);
-    }
   }
 
   /** Ends the hold of {@code executorId} if its witnesses refute it, returning {@code unconfirmed}; else {@code null}. */

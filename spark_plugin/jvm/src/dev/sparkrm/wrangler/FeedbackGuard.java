@@ -25,8 +25,7 @@ import org.apache.spark.scheduler.SparkListenerTaskEnd;
  * is not held again for a back-off that doubles with each refutation in a row (up to
  * {@link #MAX_BACKOFF_FACTOR} times); a confirmed hold clears the count. Past tasks alone never refuse a
  * hold: Wrangler exists to act on slowness its node counters foresee before any task shows it, so only
- * the tasks that ran through the hold judge it. An idle executor has no witness: a hold is placed on
- * it only if its recent tasks were slow ({@link ExecutorHolds} refuses it as {@code unwitnessed}).
+ * the tasks that ran through the hold judge it. A hold with no witness (an idle executor) is not judged.
  */
 final class FeedbackGuard {
   /** How much slower than the others an executor's recent tasks must be for a hold to stand. */

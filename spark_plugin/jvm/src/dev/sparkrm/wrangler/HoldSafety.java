@@ -66,11 +66,6 @@ final class HoldSafety {
     idleSince.remove(executorId);
   }
 
-  /** Whether {@code executorId} runs a task now (tasks that would witness a hold placed on it). */
-  boolean busy(String executorId) {
-    return runningTasks.containsKey(executorId);
-  }
-
   /** Why {@code executorId} must not be held now: {@code barrier}, {@code decommission}, {@code idle}, or null. */
   String objection(String executorId, CoarseGrainedSchedulerBackend backend, long now) {
     if (SparkCompat.barrierJobsWaitingForSlots(sc)) return "barrier";
