@@ -65,7 +65,7 @@ def _burst_text(conf: dict) -> str:
     return f"{low:g}-{high:g} s every {conf.get('burst_gap', 8.0):g} s on average"
 
 
-def _cluster_text(conf) -> str:
+def _cluster_text(conf: dict) -> str:
     if conf.get("cluster", "local") == "local":
         return f"`local-cluster[{conf['executors']},1,1024]` (one host: speculation cannot act)"
     return (f"a standalone cluster of {conf['executors']} one-core workers, each on a loopback address of its own "

@@ -246,7 +246,7 @@ public final class ExecutorHolds {
     return unconfirmed(executorId, now);
   }
 
-  /** Ends the hold of {@code executorId} if its witnesses refute it, returning {@code unconfirmed}; else {@code null}. */
+  /** Ends the hold of {@code executorId} if its witnesses refute it: {@code unconfirmed}, else {@code null}. */
   private String unconfirmed(String executorId, long now) {
     CoarseGrainedSchedulerBackend be = backend;
     if (be == null) return null;
