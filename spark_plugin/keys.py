@@ -123,9 +123,9 @@ KEYS = KeyTable([
         "Longest continuous hold of one executor; it is then released and not held again for one "
         "interval, so no task waits for it longer than this.", low=100, high=3_600_000),
     Key("spark.wrangler.guard.enabled", "bool", "true",
-        "Check every hold against the tasks that were running on its executor when it began: once they "
-        "have run no slower than the other executors' tasks (relative to their stages' medians), the hold "
-        "ends and the executor is not held again for a back-off (twice hold.maxDuration, doubling while it "
+        "Check every hold against the tasks that were running on its executor when it began (an idle "
+        "executor's recent tasks): once they have run no slower than beta times the other executors' tasks "
+        "(relative to their stages' medians), the hold ends and the executor is not held again for a back-off (twice hold.maxDuration, doubling while it "
         "repeats), whatever the model says."),
     Key("spark.wrangler.guard.window", "duration", "60s",
         "How far back the guard looks at the other executors' finished tasks.", low=1000, high=3_600_000),

@@ -118,7 +118,7 @@ def test_the_guard_stops_a_useless_model_from_holding_a_healthy_executor(spark, 
     assert {"unconfirmed", "distrusted"} >= {d["action"] for d in loop.decisions_} - {"held", "renewed"}
     guard = records["wrangler_guard"].to_pylist()
     assert guard and {g["executorId"] for g in guard} == {"1"}
-    assert all(g["executorMedian"] < 1.15 * g["othersMedian"] and g["tasks"] >= 1 for g in guard)
+    assert all(g["executorMedian"] <= 1.3 * g["othersMedian"] and g["tasks"] >= 1 for g in guard)
     assert [g["backoffMs"] for g in guard] == sorted(g["backoffMs"] for g in guard)  # it doubles while repeated
     assert guard[0]["backoffMs"] == 2 * CAP_MS
 

@@ -39,24 +39,33 @@ import org.slf4j.LoggerFactory;
 public final class ExecutorHolds {
   private static final Logger LOG = LoggerFactory.getLogger(ExecutorHolds.class);
   private static final long TICK_MS = 20;
+  /** {@link Hold#witnessesFrom} of a hold the guard does not judge. */
+  private static final long NO_WITNESS = Long.MAX_VALUE;
   private static volatile ExecutorHolds active;
 
-  /** One hold: when it began, when it expires unless renewed, and its cap. */
+  /**
+   * One hold: when it began, when it expires unless renewed, and its cap; for the guard, since when the
+   * executor's finished tasks judge it (the start for a busy executor, any time in the guard's window for an
+   * idle one, {@link #NO_WITNESS} for a silent one) and whether a verdict let it stand.
+   */
   static final class Hold {
     final String executorId;
     final long startTime;
     final long capTime;
+    final long witnessesFrom;
     long expiryTime;
     double confidence;
+    boolean stood;
     long endTime;
     String endReason;
 
-    Hold(String executorId, long startTime, long capTime, long expiryTime, double confidence) {
+    Hold(String executorId, long startTime, long capTime, long expiryTime, double confidence, long witnessesFrom) {
       this.executorId = executorId;
       this.startTime = startTime;
       this.capTime = capTime;
       this.expiryTime = expiryTime;
       this.confidence = confidence;
+      this.witnessesFrom = witnessesFrom;
     }
   }
 
@@ -69,6 +78,8 @@ public final class ExecutorHolds {
   private long tickFailures;
   private final Map<String, Hold> holds = new HashMap<>();
   private final Map<String, Long> restUntil = new HashMap<>();
+  /** Set by every finished task, cleared by the tick that judges the holds again (peers may have formed). */
+  private volatile boolean tasksEnded;
   private final ScheduledExecutorService ticker;
   private volatile CoarseGrainedSchedulerBackend backend;
 
@@ -130,14 +141,18 @@ public final class ExecutorHolds {
    */
   public String hold(String executorId, long durationMs, double confidence) {
     String refusal = backend == null ? null : guardRefusal(executorId);
-    return refusal != null ? refusal : place(executorId, durationMs, confidence);
+    return refusal != null ? refusal : place(executorId, durationMs, confidence, true);
   }
 
-  /** Feeds the guard a finished task (from the listener bus) and ends its executor's hold if the task refutes it. */
+  /**
+   * Feeds the guard a finished task (from the listener bus) and ends its executor's hold if the task refutes
+   * it; the next tick judges the other holds again, as the task may complete their witnesses' peer groups.
+   */
   void taskEnded(SparkListenerTaskEnd e) {
     if (guard == null) return;
     guard.taskEnded(e);
     unconfirmed(e.taskInfo().executorId(), System.currentTimeMillis());
+    tasksEnded = true;
   }
 
   /**
@@ -147,10 +162,11 @@ public final class ExecutorHolds {
    * @return as {@link #hold}, never a guard's refusal
    */
   public String holdSilent(String executorId, long durationMs) {
-    return place(executorId, durationMs, 1.0);
+    return place(executorId, durationMs, 1.0, false);
   }
 
-  private String place(String executorId, long durationMs, double confidence) {
+  /** Places or renews a hold; a {@code judged} new hold is checked by the guard, if there is one. */
+  private String place(String executorId, long durationMs, double confidence, boolean judged) {
     CoarseGrainedSchedulerBackend be = backend;
     if (be == null) return "unbound";
     String objection = safety.objection(executorId, be, System.currentTimeMillis());
@@ -172,7 +188,9 @@ public final class ExecutorHolds {
       if (activeUnheld(be) < 2) return "last-active";
       SparkCompat.pendingLossReasons(be).add(executorId);
       long start = System.currentTimeMillis();
-      h = new Hold(executorId, start, start + maxHoldMs, start + Math.min(durationMs, maxHoldMs), confidence);
+      long witnessesFrom = !judged ? NO_WITNESS : safety.busy(executorId) ? start : Long.MIN_VALUE;
+      h = new Hold(executorId, start, start + maxHoldMs, start + Math.min(durationMs, maxHoldMs), confidence,
+          witnessesFrom);
       holds.put(executorId, h);
     }
     LOG.info("Wrangler holds executor {} (confidence {}) for up to {} ms", executorId, confidence,
@@ -246,18 +264,28 @@ public final class ExecutorHolds {
     return unconfirmed(executorId, now);
   }
 
-  /** Ends the hold of {@code executorId} if its witnesses refute it: {@code unconfirmed}, else {@code null}. */
+  /**
+   * Ends the hold of {@code executorId} if its witnesses refute it: {@code unconfirmed}, else {@code null}
+   * (a hold a verdict let stand is marked, so that its end clears the guard's count of refutations).
+   */
   private String unconfirmed(String executorId, long now) {
     CoarseGrainedSchedulerBackend be = backend;
     if (be == null) return null;
-    long holdStart;
+    Hold hold;
     synchronized (be) {
-      Hold h = holds.get(executorId);
-      if (h == null) return null;
-      holdStart = h.startTime;
+      hold = holds.get(executorId);
     }
-    FeedbackGuard.Verdict verdict = guard.verdict(executorId, holdStart, now);
-    if (!verdict.refuted() || !end(executorId, "unconfirmed")) return null;  // or another thread ended it first
+    if (hold == null || hold.witnessesFrom == NO_WITNESS) return null;
+    FeedbackGuard.Verdict verdict = guard.verdict(executorId, hold.witnessesFrom, now);
+    if (!verdict.refuted()) {
+      if (verdict.judged()) {
+        synchronized (be) {
+          hold.stood = true;
+        }
+      }
+      return null;
+    }
+    if (!end(executorId, "unconfirmed")) return null;  // another thread ended it first
     refuted.accept(verdict, guard.distrust(executorId, now));
     return "unconfirmed";
   }
@@ -284,9 +312,15 @@ public final class ExecutorHolds {
       }
     }
     for (String id : due) end(id, null);
+    boolean judge = guard != null && tasksEnded;
+    tasksEnded = false;
     for (String id : held) {
       String objection = safety.objection(id, be, now);
-      if (objection != null) end(id, objection);
+      if (objection != null) {
+        end(id, objection);
+      } else if (judge) {
+        unconfirmed(id, now);
+      }
     }
   }
 
@@ -309,6 +343,7 @@ public final class ExecutorHolds {
       LOG.warn("Wrangler released executor {} but could not revive offers: {}", executorId, e.toString());
     }
     LOG.info("Wrangler released executor {} after {} ms ({})", executorId, h.endTime - h.startTime, h.endReason);
+    if (h.stood && guard != null && !h.endReason.equals("unconfirmed")) guard.stood(executorId);
     safety.afterEnd(executorId, h.endReason, be);
     try {
       ended.accept(h);

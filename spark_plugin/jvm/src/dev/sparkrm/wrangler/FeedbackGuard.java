@@ -15,43 +15,50 @@ import org.apache.spark.scheduler.SparkListenerTaskEnd;
  * online, spec section on choosing p).
  *
  * <p>A model can be wrong in a way no offline score shows: trained on another cluster, on too little
- * data, or on noise that has since moved. A hold is a claim that its executor is slow <em>now</em>, and
- * the tasks that were running on it when the hold began are its witnesses: each tells, when it ends, how
- * slow the executor was, as its duration per byte moved (plain duration for tasks that moved nothing)
+ * data, or on noise that has since moved. A hold is a claim that its executor's tasks straggle <em>now</em>,
+ * and the tasks that were running on it when the hold began are its witnesses: each tells, when it ends,
+ * how slow the executor was, as its duration per byte moved (plain duration for tasks that moved nothing)
  * relative to the median of the same stage's recent tasks, as Wrangler's labels measure it. A hold is
  * <em>refuted</em> once at least {@code minTasks} witnesses have ended and their median relative
- * duration is below {@link #MARGIN} times the other executors' recent median: the executor is not slower
- * than the ones its tasks would go to, so holding it cannot help. The hold ends at once and the executor
- * is not held again for a back-off that doubles with each refutation in a row (up to
- * {@link #MAX_BACKOFF_FACTOR} times); a confirmed hold clears the count. Past tasks alone never refuse a
- * hold: Wrangler exists to act on slowness its node counters foresee before any task shows it, so only
- * the tasks that ran through the hold judge it. A hold with no witness (an idle executor) is not judged.
+ * duration is not above {@code beta} (the labels' straggler threshold) times the other executors' recent
+ * median: its tasks did not straggle by the model's own definition, so holding it cannot help. The hold
+ * ends at once and the executor is not held again for a back-off that doubles with each refutation in a
+ * row (up to {@link #MAX_BACKOFF_FACTOR} times); only a hold that was judged and stood to its end clears
+ * the count (one slow-looking witness under load must not reset the back-off). Past tasks do not judge a
+ * hold of a busy executor: Wrangler exists to act on slowness its node counters foresee before any task
+ * shows it, so only the tasks that ran through the hold judge it. An idle executor has no witness, and an
+ * unjudged hold ran to the cap: there the executor's recent tasks are the witnesses.
  */
 final class FeedbackGuard {
-  /** How much slower than the others an executor's recent tasks must be for a hold to stand. */
-  static final double MARGIN = 1.15;
   static final int MAX_BACKOFF_FACTOR = 16;
 
   /** One successful task: its executor, the peers it is compared with, and its normalized duration. */
   private record Task(String executorId, String peers, double normalized, long endTime) {}
 
   /** What the recent tasks say of one executor; {@code tasks == 0} when not judged. */
-  record Verdict(String executorId, int tasks, double executorMedian, double othersMedian) {
+  record Verdict(String executorId, int tasks, double executorMedian, double othersMedian, double beta) {
+    boolean judged() {
+      return tasks > 0;
+    }
+
     boolean refuted() {
-      return tasks > 0 && executorMedian < MARGIN * othersMedian;
+      return judged() && executorMedian <= beta * othersMedian;
     }
   }
 
   private final long windowMs;
   private final int minTasks;
+  private final double beta;
   private final long backoffMs;
   private final ArrayDeque<Task> recent = new ArrayDeque<>();
   private final Map<String, Long> distrustedUntil = new HashMap<>();
   private final Map<String, Integer> strikes = new HashMap<>();
 
-  FeedbackGuard(long windowMs, int minTasks, long backoffMs) {
+  /** @param beta how much slower than the others the witnesses must run for a hold to stand */
+  FeedbackGuard(long windowMs, int minTasks, double beta, long backoffMs) {
     this.windowMs = windowMs;
     this.minTasks = minTasks;
+    this.beta = beta;
     this.backoffMs = backoffMs;
   }
 
@@ -81,10 +88,11 @@ final class FeedbackGuard {
   }
 
   /**
-   * Judges the hold of {@code executorId} that began at {@code holdStart}: its witnesses are the
-   * executor's tasks that ended since, its peers the other executors' tasks of the window before {@code now}.
+   * Judges a hold of {@code executorId}: its witnesses are the executor's tasks of the window that ended
+   * after {@code witnessesFrom} (the hold's start for a busy executor), its peers the other executors' tasks
+   * of the window before {@code now}.
    */
-  synchronized Verdict verdict(String executorId, long holdStart, long now) {
+  synchronized Verdict verdict(String executorId, long witnessesFrom, long now) {
     forgetBefore(now - windowMs);
     Map<String, List<Double>> byPeers = new HashMap<>();
     for (Task t : recent) byPeers.computeIfAbsent(t.peers(), k -> new ArrayList<>()).add(t.normalized());
@@ -99,14 +107,19 @@ final class FeedbackGuard {
       if (m == null || m <= 0) continue;
       if (!t.executorId().equals(executorId)) {
         others.add(t.normalized() / m);
-      } else if (t.endTime() > holdStart) {
+      } else if (t.endTime() > witnessesFrom) {
         mine.add(t.normalized() / m);
       }
     }
-    if (mine.size() < minTasks || others.size() < minTasks) return new Verdict(executorId, 0, Double.NaN, Double.NaN);
-    Verdict v = new Verdict(executorId, mine.size(), median(mine), median(others));
-    if (!v.refuted()) strikes.remove(executorId);
-    return v;
+    if (mine.size() < minTasks || others.size() < minTasks) {
+      return new Verdict(executorId, 0, Double.NaN, Double.NaN, beta);
+    }
+    return new Verdict(executorId, mine.size(), median(mine), median(others), beta);
+  }
+
+  /** A judged hold of {@code executorId} stood to its end: refutations in a row start again from one. */
+  synchronized void stood(String executorId) {
+    strikes.remove(executorId);
   }
 
   /** Refuses holds of {@code executorId} for the next back-off; returns its length in ms. */

@@ -66,6 +66,11 @@ final class HoldSafety {
     idleSince.remove(executorId);
   }
 
+  /** Whether {@code executorId} runs a task now (as the listener bus has reported so far). */
+  boolean busy(String executorId) {
+    return runningTasks.containsKey(executorId);
+  }
+
   /** Why {@code executorId} must not be held now: {@code barrier}, {@code decommission}, {@code idle}, or null. */
   String objection(String executorId, CoarseGrainedSchedulerBackend backend, long now) {
     if (SparkCompat.barrierJobsWaitingForSlots(sc)) return "barrier";

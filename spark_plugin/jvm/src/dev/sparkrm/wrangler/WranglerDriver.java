@@ -76,7 +76,7 @@ public final class WranglerDriver {
     long maxHoldMs = conf.getLong("spark.wrangler.hold.maxDuration");
     FeedbackGuard guard = conf.getBoolean("spark.wrangler.guard.enabled")
         ? new FeedbackGuard(conf.getLong("spark.wrangler.guard.window"), (int) conf.getLong("spark.wrangler.guard.minTasks"),
-            2 * maxHoldMs)
+            conf.getDouble("spark.wrangler.beta"), 2 * maxHoldMs)
         : null;
     HoldSafety.retainDecommissionRequests(sc);
     HoldSafety safety = new HoldSafety(sc);
@@ -143,11 +143,12 @@ public final class WranglerDriver {
     Set<String> warned = ConcurrentHashMap.newKeySet();
     return (verdict, backoffMs) -> {
       telemetry.record(GUARD, new Refutation(verdict, System.currentTimeMillis(), backoffMs));
-      String message = "Wrangler stops holding executor {} for {} s: the {} task(s) running on it when the hold "
-          + "began ran at {}x their stages' median, the other executors' at {}x, so it is not slow and holding it "
-          + "cannot help.";
+      String message = "Wrangler stops holding executor {} for {} s: its {} task(s) that judge the hold ran at {}x "
+          + "their stages' median, the other executors' at {}x (a straggler runs over {}x), so it is not slow and "
+          + "holding it cannot help.";
       Object[] args = {verdict.executorId(), backoffMs / 1000, verdict.tasks(),
-          String.format("%.2f", verdict.executorMedian()), String.format("%.2f", verdict.othersMedian())};
+          String.format("%.2f", verdict.executorMedian()), String.format("%.2f", verdict.othersMedian()),
+          verdict.beta()};
       if (warned.add(verdict.executorId())) {
         LOG.warn(message + " If the model keeps flagging executors that are not slow, retrain it on this "
             + "cluster or raise spark.wrangler.confidence.", args);
