@@ -4,7 +4,9 @@
 (shuffle bytes, blocks, spill per query), which changes no execution. ``bare``
 is Spark without the plugin at all; ``--modes bare,vanilla`` measures what
 that recording costs. Each feature adds its mode here as it lands: ``riffle`` merges
-shuffle files (with its default settings).
+shuffle files (with its default settings); ``rotary`` answers every query Rotary-AQP supports
+progressively (:mod:`.progressive`) and reports its time to the first estimate, to 95% true
+accuracy and to the exact answer beside the plain query's.
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ MODES: dict[str, list[str] | None] = {
     "bare": None,
     "vanilla": ["telemetry"],
     "riffle": ["telemetry", "riffle"],
+    "rotary": ["telemetry"],
 }
+#: Modes that answer the queries they can progressively (the others run as plain SQL).
+PROGRESSIVE_MODES = {"rotary"}
 
 BASELINE = "vanilla"
 

@@ -12,8 +12,10 @@
   fetched-block counters), ``shuffle_fetch_wait_ms``, ``spill_bytes``, and in modes running
   Riffle ``riffle_reads`` and ``riffle_vanilla_reads`` (reads its reader issued, and those stock
   Spark would have issued for the same blocks); null in mode ``bare``),
-  ``validated``, ``rows``}, the ``baseline`` mode and ``ratio_to_baseline``
-  (median over median);
+  ``validated``, ``rows``, and in the ``rotary`` mode, for queries it answers
+  progressively, ``progressive`` (per timed run ``first_s``, ``accuracy95_s``, ``final_s``: seconds
+  to the first estimate, to 95% true accuracy and to the exact answer) and their
+  ``progressive_median_s``}, the ``baseline`` mode and ``ratio_to_baseline`` (median over median);
 * ``summary``: per mode ``geomean_ratio`` (geometric mean over queries of the
   ratio to the baseline), ``total_median_s`` and ``harness_overhead`` (harness
   time over query time).
@@ -112,7 +114,33 @@ def render_markdown(data: dict) -> str:
              "have issued for the same blocks (from its read records): one per block, or with batch fetch one per "
              "map output and executor. That is a lower bound: Spark also splits a batch that crosses a fetch "
              "request's size limit, which Riffle's reads then include."] if riffle_modes else []
-    return "\n".join(head + [markdown_table(headers, rows)] + notes + ["", png, ""])
+    return "\n".join(head + [markdown_table(headers, rows)] + notes + _progressive_section(data, base) + ["", png, ""])
+
+
+def _progressive_section(data: dict, base: str) -> list[str]:
+    """Per query answered progressively: its times to the first estimate, to 95% true accuracy and to the
+    exact answer, each also as a fraction of the baseline's plain query (medians of the timed runs)."""
+    lines = []
+    for mode in data["config"]["modes"]:
+        rows = []
+        for q, entry in sorted(data["queries"].items(), key=lambda kv: int(kv[0])):
+            times = entry["modes"][mode].get("progressive_median_s")
+            if not times:
+                continue
+            exact = entry["modes"][base]["median_s"]
+            cells = [f"Q{int(q)}", exact]
+            for key in ("first_s", "accuracy95_s", "final_s"):
+                t = times[key]
+                cells += ["never", "-"] if t is None else [t, f"{t / exact:.2f}x"]
+            rows.append(cells)
+        if rows:
+            lines += ["", f"## Progressive answers ({mode})", "",
+                      f"Medians of the timed runs; each time also as a fraction of the {base} query's median. "
+                      "95%: the first estimate whose true accuracy (mean over cells of min(estimate/exact, "
+                      "exact/estimate)) reached 0.95; exact: the last batch's answer, validated against DuckDB.",
+                      "", markdown_table(["Q", f"{base} s", "first estimate s", "of exact", "95% accurate s",
+                                          "of exact", "exact answer s", "of exact"], rows)]
+    return lines
 
 
 def _reads_summary(mode_summary: dict) -> str:

@@ -167,12 +167,22 @@ def _run_query(q: int, cfg: RunConfig, workers: dict, oracle, progress) -> dict:
             record["wall_s"].append(answer["wall_s"])
             record["harness_s"].append(answer["harness_s"])
             record["metrics"] = answer["metrics"]
+            if "progressive" in answer:
+                record.setdefault("progressive", []).append(answer["progressive"])
     for record in per_mode.values():
         record["min_s"] = min(record["wall_s"])
         record["median_s"] = statistics.median(record["wall_s"])
+        if "progressive" in record:
+            record["progressive_median_s"] = {k: _median_or_none([run[k] for run in record["progressive"]])
+                                              for k in ("first_s", "accuracy95_s", "final_s")}
     base = BASELINE if BASELINE in cfg.modes else cfg.modes[0]
     ratios = {m: per_mode[m]["median_s"] / per_mode[base]["median_s"] for m in cfg.modes}
     return {"modes": per_mode, "baseline": base, "ratio_to_baseline": ratios}
+
+
+def _median_or_none(values: list) -> float | None:
+    """The median, or None when any run never got there (its estimate never reached the target)."""
+    return None if any(v is None for v in values) else statistics.median(values)
 
 
 def _validate(q: int, mode: str, sql: str, answer: dict, oracle) -> None:

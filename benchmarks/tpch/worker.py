@@ -9,7 +9,9 @@ modes alike.
 
 Request: ``{"query": 6, "sql": "...", "collect": true}`` or ``{"stop": true}``.
 Answer: ``{"query": 6, "wall_s": 1.2, "harness_s": 0.01, "metrics": {...},
-"columns": [...], "rows": [...]}``, or ``{"error": "..."}``.
+"columns": [...], "rows": [...]}``, or ``{"error": "..."}``. In a progressive mode
+(``rotary``) the answer to a query it supports adds ``progressive``: ``first_s``,
+``accuracy95_s``, ``final_s`` (see :mod:`.progressive`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import traceback
 from decimal import Decimal
 
 from .data import table_paths
-from .modes import MODES
+from .modes import MODES, PROGRESSIVE_MODES
 
 PREFIX = "TPCH "
 
@@ -85,8 +87,9 @@ def query_metrics(records: dict) -> dict:
     return metrics
 
 
-def serve(spark, mode: str, inp, out) -> None:
-    """Answer requests from ``inp`` until a stop request or end of input."""
+def serve(spark, mode: str, inp, out, progressive=None) -> None:
+    """Answer requests from ``inp`` until a stop request or end of input (progressively where
+    ``progressive``, a :class:`~.progressive.ProgressiveAnswers`, supports the query)."""
     import spark_plugin
 
     tm = spark_plugin.telemetry(spark) if MODES[mode] is not None else None
@@ -95,7 +98,7 @@ def serve(spark, mode: str, inp, out) -> None:
         if request.get("stop"):
             break
         try:
-            answer = run_query(spark, tm, request)
+            answer = run_query(spark, tm, request, progressive)
         except Exception as e:  # report any query failure to the runner, which stops the run
             answer = {"query": request.get("query"), "error": f"{type(e).__name__}: {e}",
                       "traceback": traceback.format_exc()}
@@ -103,21 +106,24 @@ def serve(spark, mode: str, inp, out) -> None:
         out.flush()
 
 
-def run_query(spark, tm, request: dict) -> dict:
+def run_query(spark, tm, request: dict, progressive=None) -> dict:
     """Run one query, time it, and gather its telemetry."""
-    spark.sparkContext.setJobGroup(f"q{request['query']}", f"TPC-H Q{request['query']}")
+    query = request["query"]
+    spark.sparkContext.setJobGroup(f"q{query}", f"TPC-H Q{query}")
     t0 = time.perf_counter()
     mark = tm.mark() if tm else 0
     t1 = time.perf_counter()
-    df = spark.sql(request["sql"])
-    rows = df.collect()
+    if progressive is not None and progressive.supports(query):
+        columns, rows, extra = progressive.answer(query)
+    else:
+        df = spark.sql(request["sql"])
+        columns, rows, extra = df.columns, df.collect(), {}
     t2 = time.perf_counter()
     metrics = query_metrics(tm.records(since=mark)) if tm else None
     t3 = time.perf_counter()
-    answer = {"query": request["query"], "wall_s": t2 - t1, "harness_s": (t1 - t0) + (t3 - t2),
-              "metrics": metrics}
+    answer = {"query": query, "wall_s": t2 - t1, "harness_s": (t1 - t0) + (t3 - t2), "metrics": metrics, **extra}
     if request.get("collect"):
-        answer["columns"] = df.columns
+        answer["columns"] = columns
         answer["rows"] = [tuple(r) for r in rows]
     return answer
 
@@ -133,10 +139,15 @@ def main(argv=None) -> int:
     spark = start_session(args.mode, args.master, conf)
     for table, folder in table_paths(args.dataset).items():
         spark.read.parquet(str(folder)).createOrReplaceTempView(table)
+    progressive = None
+    if args.mode in PROGRESSIVE_MODES:
+        from .progressive import ProgressiveAnswers
+
+        progressive = ProgressiveAnswers(spark, args.dataset)
     sys.stdout.write(PREFIX + json.dumps({"ready": True, "app_id": spark.sparkContext.applicationId}) + "\n")
     sys.stdout.flush()
     try:
-        serve(spark, args.mode, sys.stdin, sys.stdout)
+        serve(spark, args.mode, sys.stdin, sys.stdout, progressive)
     finally:
         spark.stop()
     return 0

@@ -18,9 +18,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from .queries import SAMPLED_TABLES
+from .queries import BATCH_COLUMN, SAMPLED_TABLES
 
-BATCH_COLUMN = "rotary_batch"
 ORDER_KEY = {"lineitem": "l_orderkey", "orders": "o_orderkey"}
 MANIFEST = "_ROTARY_BATCHES.json"
 DIMENSION_TABLES = ("customer", "nation", "part", "partsupp", "region", "supplier")
@@ -42,22 +41,35 @@ class BatchedData:
     def open(self, spark) -> dict:
         """Every table as a DataFrame, read once (file listing is the slow part of a small step);
         the dimension tables are registered as temp views of ``spark`` at the same time."""
-        frames = {t: spark.read.parquet(str(self.folder / t)) for t in SAMPLED_TABLES}
+        frames = {t: read_parquet(spark, self.folder / t) for t in SAMPLED_TABLES}
         for table in DIMENSION_TABLES:
-            spark.read.parquet(str(self.data / table)).createOrReplaceTempView(table)
+            read_parquet(spark, self.data / table).createOrReplaceTempView(table)
         return frames
 
     @staticmethod
     def show_batches(frames: dict, batch_ids) -> None:
-        """Point the sampled tables' temp views at batches ``batch_ids`` of ``frames`` (from :meth:`open`)."""
+        """Point the sampled tables' temp views at batches ``batch_ids`` of ``frames`` (from :meth:`open`),
+        keeping the batch column for specs that group by it."""
         ids = ", ".join(str(int(b)) for b in batch_ids)
         for table, frame in frames.items():
-            frame.where(f"{BATCH_COLUMN} in ({ids})").drop(BATCH_COLUMN).createOrReplaceTempView(table)
+            frame.where(f"{BATCH_COLUMN} in ({ids})").createOrReplaceTempView(table)
 
     def register_whole(self, spark) -> None:
         """Register every table whole (the exact query's view of the data)."""
         for table in SAMPLED_TABLES + DIMENSION_TABLES:
             spark.read.parquet(str(self.data / table)).createOrReplaceTempView(table)
+
+
+_SCHEMAS: dict = {}
+
+
+def read_parquet(spark, folder: Path):
+    """``folder``'s Parquet files as a DataFrame, with the schema inferred only on the first read in this
+    process: inference runs a Spark job per table, and a progressive query opens eight tables."""
+    key = (str(folder), folder.stat().st_mtime_ns)  # a folder written again is inferred again
+    if key not in _SCHEMAS:
+        _SCHEMAS[key] = spark.read.parquet(str(folder)).schema
+    return spark.read.schema(_SCHEMAS[key]).parquet(str(folder))
 
 
 def prepare(spark, data, batches: int = 20, seed: int = 0) -> BatchedData:

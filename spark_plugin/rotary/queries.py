@@ -9,8 +9,11 @@ query's answer::
     -- @limit: 10
     -- @groups: exact                                 groups never span batches (see below)
 
-The SQL reads the sampled fact tables (``lineitem`` and ``orders``, batch by batch) and any other
-table whole, and returns one row per group with only SUM/COUNT-style columns besides the keys:
+The SQL reads the sampled fact tables (``lineitem`` and ``orders``, a chunk of batches at a time) and
+any other table whole, and returns one row per group and batch: it selects and groups by the sampled
+tables' ``rotary_batch`` column (qualified where both are joined: ``lineitem.rotary_batch``; rows of
+one order share their batch). A spec without that column runs one Spark query per batch. Besides the
+keys and the batch, the SQL returns only SUM/COUNT-style columns:
 totals that add up over batches. SUM and COUNT estimates scale them by the inverse fraction
 processed; a ratio of totals (an AVG) needs no scaling. ``@groups: exact`` marks a query whose
 groups are orders: batches split the data by order key, so such a group is complete the moment it
@@ -31,6 +34,8 @@ from .expressions import Expression
 SPEC_DIR = Path(__file__).with_name("queries")
 #: Tables split into batches by order key; every other table is joined whole.
 SAMPLED_TABLES = ("lineitem", "orders")
+#: The column of the sampled tables that names each row's batch.
+BATCH_COLUMN = "rotary_batch"
 _DIRECTIVE = re.compile(r"^--\s*@(\w+):\s*(.*)$")
 _CONTINUATION = re.compile(r"^--\s{2,}(\S.*)$")
 
@@ -62,6 +67,12 @@ class QuerySpec:
     exact_groups: bool = False
     description: str = ""
     path: Path | None = field(default=None, compare=False)
+
+    @property
+    def by_batch(self) -> bool:
+        """Whether the SQL returns and groups by the batch column, so one query can answer several
+        batches (the shipped specs do; a spec that does not is run one batch per query)."""
+        return re.search(rf"\b{BATCH_COLUMN}\b", self.sql) is not None
 
     @property
     def aggregates(self) -> list[str]:

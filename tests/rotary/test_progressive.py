@@ -47,7 +47,7 @@ def test_the_last_batch_gives_the_exact_answer(spark, data, oracle, q):
 def test_sums_and_counts_scale_by_the_inverse_fraction_and_averages_do_not(spark, data):
     job = rotary.ProgressiveQuery(spark, 1, data, batches=BATCHES)
     first = job.step().result.set_index(["l_returnflag", "l_linestatus"])
-    alone = job.partials([job.order[0]]).set_index(["l_returnflag", "l_linestatus"])
+    alone = job.partials([job.order[0]])[0].set_index(["l_returnflag", "l_linestatus"])
     for flag in first.index:
         assert first.loc[flag, "sum_qty"] == alone.loc[flag, "sum_qty"] * BATCHES
         assert first.loc[flag, "count_order"] == int(alone.loc[flag, "count_order"]) * BATCHES
@@ -58,7 +58,7 @@ def test_intervals_cover_the_truth_at_their_confidence_over_random_batch_orders(
     """Per-batch partials come from Spark once; 120 random batch orders are then replayed exactly."""
     batches, seen = 20, 8
     job = rotary.ProgressiveQuery(spark, 1, data, batches=batches)
-    per_batch = [job.partials([b]) for b in range(batches)]
+    per_batch = job.partials(range(batches))  # one Spark query
     truth = job.exact().set_index(["l_returnflag", "l_linestatus"])
     spec, totals_names = job.spec, [c for c in per_batch[0].columns if c not in job.spec.keys]
     rng = random.Random(7)
@@ -120,3 +120,24 @@ def test_groups_seen_whole_have_no_interval_from_the_first_batch(spark, data):
     job = rotary.ProgressiveQuery(spark, 3, data, batches=BATCHES)  # Q3's groups are orders
     first = job.step()
     assert (first.ci[job.spec.aggregates].to_numpy() == 0).all()
+
+
+@pytest.mark.parametrize("q", [1, 6, 9, 18, 21])  # no join, no groups, a subquery in FROM, exact groups, EXISTS
+def test_chunks_of_batches_give_the_trajectory_of_one_query_per_batch(spark, data, q):
+    chunked = list(rotary.progressive(spark, q, data, batches=8, order_seed=5))  # queries of 1, 1, 2, 4 batches
+    one_by_one = list(rotary.progressive(spark, q, data, batches=8, order_seed=5, growth=1))
+    assert [s.batch for s in chunked] == list(range(1, 9))
+    for a, b in zip(chunked, one_by_one, strict=True):
+        pd.testing.assert_frame_equal(a.result, b.result)  # exact types: Decimal totals equal to the cent
+        pd.testing.assert_frame_equal(a.ci, b.ci, rtol=1e-9)
+
+
+def test_a_spec_without_the_batch_column_runs_one_query_per_batch(spark, data, tmp_path):
+    spec = tmp_path / "revenue.sql"
+    spec.write_text("-- @output: revenue\nselect sum(l_extendedprice) as revenue from lineitem\n")
+    job = rotary.ProgressiveQuery(spark, spec, data, batches=BATCHES)
+    assert job.growth == 1 and not job.spec.by_batch
+    snapshots = list(job)
+    assert snapshots[-1].result["revenue"][0] == job.exact()["revenue"][0]
+    with pytest.raises(rotary.QuerySpecError, match="does not group by rotary_batch"):
+        job.partials([0, 1])

@@ -1,5 +1,6 @@
 """Progressive query specs and the arithmetic of their outputs (no Spark)."""
 
+import math
 from decimal import Decimal
 
 import pandas as pd
@@ -7,6 +8,7 @@ import pytest
 
 from spark_plugin import rotary
 from spark_plugin.rotary.accuracy import Envelope, true_accuracy
+from spark_plugin.rotary.engine import next_chunk
 from spark_plugin.rotary.expressions import Expression
 from spark_plugin.rotary.queries import QuerySpecError, parse
 
@@ -90,3 +92,30 @@ def test_a_group_new_to_the_window_scores_zero():
     env = Envelope(SPEC, window=2)
     env.add(_answer([("a", 10.0, 1.0)]))
     assert env.add(_answer([("a", 10.0, 1.0), ("b", 5.0, 1.0)])) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("batches", [2, 3, 7, 20, 64, 101])
+@pytest.mark.parametrize("growth", [1.0, 1.5, 2.0, 4.0])
+def test_chunks_cover_every_batch_once_and_grow_with_the_work_done(batches, growth):
+    sizes, done = [], 0
+    while done < batches:
+        sizes.append(next_chunk(done, batches, growth))
+        done += sizes[-1]
+    assert done == batches and sizes[0] == 1 and all(s >= 1 for s in sizes)
+    if growth == 1.0:
+        assert sizes == [1] * batches
+    else:
+        assert len(sizes) <= 2 + math.ceil(math.log(batches) / math.log(growth))
+
+
+def test_the_default_chunks_of_twenty_batches():
+    sizes, done = [], 0
+    while done < 20:
+        sizes.append(next_chunk(done, 20, 2.0))
+        done += sizes[-1]
+    assert sizes == [1, 1, 2, 4, 12]  # the last chunk takes what another doubling would leave behind
+
+
+def test_every_shipped_spec_groups_by_batch():
+    assert all(rotary.load(q).by_batch for q in rotary.available())
+    assert not parse("-- @output: n\nselect count(*) as n from lineitem").by_batch

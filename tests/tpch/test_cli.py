@@ -99,3 +99,20 @@ def test_summary_compares_every_mode_with_the_baseline():
     assert summary["riffle"]["geomean_ratio"] == pytest.approx(1.0)  # 0.5x and 2x
     assert summary["riffle"]["total_median_s"] == 3.0 and summary["riffle"]["harness_overhead"] == pytest.approx(0.1)
     assert (summary["riffle"]["riffle_reads"], summary["riffle"]["riffle_vanilla_reads"]) == (8, 32)
+
+
+@pytest.mark.spark
+@pytest.mark.integration
+def test_the_rotary_mode_answers_progressively_what_it_supports_and_the_rest_as_sql(tmp_path):
+    out = tmp_path / "out"
+    run = subprocess.run([sys.executable, "-m", "benchmarks.tpch", "--sf", "0.01", "--modes", "rotary", "--queries",
+                          "2,6", "--data", str(tmp_path / "data"), "--out", str(out), "--no-progress"],
+                         capture_output=True, text=True, cwd=PROJECT, timeout=600)
+    assert run.returncode == 0, run.stderr[-4000:]
+    data = json.loads((out / "results.json").read_text())
+    q2, q6 = (data["queries"][q]["modes"]["rotary"] for q in ("2", "6"))
+    assert q2["validated"] and q6["validated"]  # Q6's final progressive answer equals DuckDB's
+    assert "progressive" not in q2  # Q2 has no progressive spec: plain SQL
+    times = q6["progressive_median_s"]
+    assert 0 < times["first_s"] <= times["accuracy95_s"] <= times["final_s"] <= q6["median_s"]
+    assert "## Progressive answers (rotary)" in (out / "report.md").read_text()

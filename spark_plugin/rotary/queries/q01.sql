@@ -5,6 +5,7 @@
 --          avg_disc = sum_disc / count_order, count_order
 -- @order: l_returnflag, l_linestatus
 select
+    rotary_batch,
     l_returnflag,
     l_linestatus,
     sum(l_quantity) as sum_qty,
@@ -15,4 +16,4 @@ select
     count(*) as count_order
 from lineitem
 where l_shipdate <= date '1998-12-01' - interval '90' day
-group by l_returnflag, l_linestatus
+group by rotary_batch, l_returnflag, l_linestatus

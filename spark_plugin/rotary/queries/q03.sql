@@ -6,6 +6,7 @@
 -- @limit: 10
 -- @groups: exact
 select
+    lineitem.rotary_batch,
     l_orderkey,
     sum(l_extendedprice * (1 - l_discount)) as revenue,
     o_orderdate,
@@ -16,4 +17,4 @@ where c_mktsegment = 'BUILDING'
     and l_orderkey = o_orderkey
     and o_orderdate < date '1995-03-15'
     and l_shipdate > date '1995-03-15'
-group by l_orderkey, o_orderdate, o_shippriority
+group by lineitem.rotary_batch, l_orderkey, o_orderdate, o_shippriority

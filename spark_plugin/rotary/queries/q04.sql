@@ -2,9 +2,9 @@
 -- @keys: o_orderpriority
 -- @output: o_orderpriority, order_count
 -- @order: o_orderpriority
-select o_orderpriority, count(*) as order_count
+select orders.rotary_batch, o_orderpriority, count(*) as order_count
 from orders
 where o_orderdate >= date '1993-07-01'
     and o_orderdate < date '1993-07-01' + interval '3' month
     and exists (select * from lineitem where l_orderkey = o_orderkey and l_commitdate < l_receiptdate)
-group by o_orderpriority
+group by orders.rotary_batch, o_orderpriority

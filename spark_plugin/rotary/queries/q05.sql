@@ -2,7 +2,7 @@
 -- @keys: n_name
 -- @output: n_name, revenue
 -- @order: revenue desc
-select n_name, sum(l_extendedprice * (1 - l_discount)) as revenue
+select lineitem.rotary_batch, n_name, sum(l_extendedprice * (1 - l_discount)) as revenue
 from customer, orders, lineitem, supplier, nation, region
 where c_custkey = o_custkey
     and l_orderkey = o_orderkey
@@ -13,4 +13,4 @@ where c_custkey = o_custkey
     and r_name = 'ASIA'
     and o_orderdate >= date '1994-01-01'
     and o_orderdate < date '1994-01-01' + interval '1' year
-group by n_name
+group by lineitem.rotary_batch, n_name

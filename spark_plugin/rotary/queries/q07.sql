@@ -2,9 +2,9 @@
 -- @keys: supp_nation, cust_nation, l_year
 -- @output: supp_nation, cust_nation, l_year, revenue
 -- @order: supp_nation, cust_nation, l_year
-select supp_nation, cust_nation, l_year, sum(volume) as revenue
+select rotary_batch, supp_nation, cust_nation, l_year, sum(volume) as revenue
 from (
-    select n1.n_name as supp_nation, n2.n_name as cust_nation, extract(year from l_shipdate) as l_year,
+    select lineitem.rotary_batch, n1.n_name as supp_nation, n2.n_name as cust_nation, extract(year from l_shipdate) as l_year,
         l_extendedprice * (1 - l_discount) as volume
     from supplier, lineitem, orders, customer, nation n1, nation n2
     where s_suppkey = l_suppkey
@@ -15,4 +15,4 @@ from (
         and ((n1.n_name = 'FRANCE' and n2.n_name = 'GERMANY') or (n1.n_name = 'GERMANY' and n2.n_name = 'FRANCE'))
         and l_shipdate between date '1995-01-01' and date '1996-12-31'
 ) as shipping
-group by supp_nation, cust_nation, l_year
+group by rotary_batch, supp_nation, cust_nation, l_year

@@ -2,9 +2,9 @@
 -- @keys: nation, o_year
 -- @output: nation, o_year, sum_profit
 -- @order: nation, o_year desc
-select nation, o_year, sum(amount) as sum_profit
+select rotary_batch, nation, o_year, sum(amount) as sum_profit
 from (
-    select n_name as nation, extract(year from o_orderdate) as o_year,
+    select lineitem.rotary_batch, n_name as nation, extract(year from o_orderdate) as o_year,
         l_extendedprice * (1 - l_discount) - ps_supplycost * l_quantity as amount
     from part, supplier, lineitem, partsupp, orders, nation
     where s_suppkey = l_suppkey
@@ -15,4 +15,4 @@ from (
         and s_nationkey = n_nationkey
         and p_name like '%green%'
 ) as profit
-group by nation, o_year
+group by rotary_batch, nation, o_year

@@ -5,9 +5,9 @@
 -- @order: o_totalprice desc, o_orderdate
 -- @limit: 100
 -- @groups: exact
-select c_name, c_custkey, o_orderkey, o_orderdate, o_totalprice, sum(l_quantity) as sum_qty
+select lineitem.rotary_batch, c_name, c_custkey, o_orderkey, o_orderdate, o_totalprice, sum(l_quantity) as sum_qty
 from customer, orders, lineitem
 where o_orderkey in (select l_orderkey from lineitem group by l_orderkey having sum(l_quantity) > 300)
     and c_custkey = o_custkey
     and o_orderkey = l_orderkey
-group by c_name, c_custkey, o_orderkey, o_orderdate, o_totalprice
+group by lineitem.rotary_batch, c_name, c_custkey, o_orderkey, o_orderdate, o_totalprice

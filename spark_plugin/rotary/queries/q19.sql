@@ -1,7 +1,7 @@
 -- Progressive TPC-H Q19: discounted revenue (QUANTITY1 = 1, QUANTITY2 = 10, QUANTITY3 = 20, BRAND1 = Brand#12,
 -- BRAND2 = Brand#23, BRAND3 = Brand#34).
 -- @output: revenue
-select sum(l_extendedprice * (1 - l_discount)) as revenue
+select lineitem.rotary_batch, sum(l_extendedprice * (1 - l_discount)) as revenue
 from lineitem, part
 where (p_partkey = l_partkey and p_brand = 'Brand#12'
         and p_container in ('SM CASE', 'SM BOX', 'SM PACK', 'SM PKG')
@@ -15,3 +15,4 @@ where (p_partkey = l_partkey and p_brand = 'Brand#12'
         and p_container in ('LG CASE', 'LG BOX', 'LG PACK', 'LG PKG')
         and l_quantity >= 20 and l_quantity <= 20 + 10 and p_size between 1 and 15
         and l_shipmode in ('AIR', 'AIR REG') and l_shipinstruct = 'DELIVER IN PERSON')
+group by lineitem.rotary_batch

@@ -4,7 +4,7 @@
 -- @output: s_name, numwait
 -- @order: numwait desc, s_name
 -- @limit: 100
-select s_name, count(*) as numwait
+select l1.rotary_batch, s_name, count(*) as numwait
 from supplier, lineitem l1, orders, nation
 where s_suppkey = l1.l_suppkey
     and o_orderkey = l1.l_orderkey
@@ -15,4 +15,4 @@ where s_suppkey = l1.l_suppkey
         and l3.l_receiptdate > l3.l_commitdate)
     and s_nationkey = n_nationkey
     and n_name = 'SAUDI ARABIA'
-group by s_name
+group by l1.rotary_batch, s_name

@@ -1,0 +1,50 @@
+"""The harness's ``rotary`` mode: each query answered progressively, as Rotary-AQP's online aggregation.
+
+A query with a progressive spec (:func:`spark_plugin.rotary.available`) runs batch by batch over the
+batched copy of the data set; the mode reports when the first estimate arrived, when the estimate
+first reached 95% true accuracy (against the exact answer of the warm-up run, whose last batch gives
+it) and when the exact final answer arrived; the final answer is what the runner validates against
+DuckDB. Other queries run as plain SQL, as in ``vanilla``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+#: True accuracy at which a progressive answer counts as good enough.
+TARGET_ACCURACY = 0.95
+
+
+class ProgressiveAnswers:
+    """Progressive runs of the queries Rotary supports, in one worker's Spark application."""
+
+    def __init__(self, spark, dataset, batches: int = 20):
+        from spark_plugin import rotary
+
+        self.spark = spark
+        self.data = rotary.prepare(spark, dataset, batches)
+        self.supported = set(rotary.available())
+        self._exact: dict[int, object] = {}
+
+    def supports(self, query: int) -> bool:
+        return query in self.supported
+
+    def answer(self, query: int) -> tuple[list[str], list[tuple], dict]:
+        """Run ``query`` progressively: its final result's columns and rows, and the times (seconds from the
+        start) of its first estimate, of its first estimate at 95% true accuracy and of its final answer."""
+        from spark_plugin import rotary
+        from spark_plugin.rotary.accuracy import true_accuracy
+
+        start = time.perf_counter()
+        job = rotary.ProgressiveQuery(self.spark, query, self.data.data, self.data.batches, self.data.seed)
+        arrivals = [(time.perf_counter() - start, snap.result) for snap in job]  # accuracy is scored after
+        final = arrivals[-1][1]
+        exact = self._exact.setdefault(query, final)  # the first run's last batch: the exact answer
+        accurate = next((t for t, result in arrivals if true_accuracy(result, exact, job.spec) >= TARGET_ACCURACY),
+                        None)
+        rows = [tuple(v.item() if isinstance(v, np.generic) else v for v in row)
+                for row in final.itertuples(index=False, name=None)]
+        return list(final.columns), rows, {"progressive": {"first_s": arrivals[0][0], "accuracy95_s": accurate,
+                                                           "final_s": arrivals[-1][0], "batches": job.batches}}
