@@ -156,7 +156,8 @@ class Arbiter:
     def _run_epoch(self, job: ActiveJob, start: float) -> None:
         if job.query is None:
             job.query = (ProgressiveQuery.resume(self.spark, job.checkpoint) if job.checkpoint
-                         else ProgressiveQuery(self.spark, job.spec.query, self.data.data, self.batches, self.data.seed))
+                         else ProgressiveQuery(self.spark, job.spec.query, self.data.data, self.batches, self.data.seed,
+                                               growth=1))  # a batch per Spark query: epochs stay short
         session = job.query.spark
         session.conf.set("spark.sql.shuffle.partitions", str(job.cores))
         sc = session.sparkContext
@@ -180,6 +181,7 @@ class Arbiter:
     def _pause(self, job: ActiveJob) -> None:
         job.checkpoint = self.checkpoint_dir / job.spec.job_id
         job.query.checkpoint(job.checkpoint)
+        job.query.close()
         job.query = None
         job.checkpoints += 1
 
@@ -197,6 +199,8 @@ class Arbiter:
             self.history.add(PastRun(features(spec, self.batches), [list(p) for p in job.live]))
         if job.checkpoint:
             shutil.rmtree(job.checkpoint, ignore_errors=True)
+        if job.query is not None:
+            job.query.close()
         return self._record(job, status, now, truth)
 
     def _record(self, job: ActiveJob, status: str, now: float, truth: float) -> dict:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,11 @@ from .totals import RunningTotals
 
 STATE_FILE = "state.json"
 TOTALS_FILE = "totals.parquet"
+
+#: Cached static views in use, by (data folder, view SQL): how many open queries use each. Spark's cache is
+#: keyed by plan, not by owner, so a view is uncached only when the last query using it closes.
+_STATIC_USERS: dict[tuple[str, str], int] = {}
+_STATIC_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,7 @@ class ProgressiveQuery:
         self._totals: RunningTotals | None = None
         self._frames: dict | None = None  # the tables, read once
         self._ready: list[pd.DataFrame] = []  # partials of the next batches, computed by the last chunk
+        self._statics: list = []  # this query's cached static views, while it holds them
 
     @property
     def batches(self) -> int:
@@ -100,8 +107,27 @@ class ProgressiveQuery:
         if self._totals is None:
             self._totals = self._new_totals(partials)
         self._totals.add(partials)
+        if self.done:
+            self.close()
         self.elapsed_s += time.perf_counter() - start
         return self.snapshot()
+
+    def close(self) -> None:
+        """Let go of the cached static views (done by itself after the last batch; a query abandoned earlier
+        should close, or be used as a context manager). It can still step: the views are cached again."""
+        with _STATIC_LOCK:
+            for key, frame in self._statics:
+                _STATIC_USERS[key] -= 1
+                if not _STATIC_USERS[key]:
+                    del _STATIC_USERS[key]
+                    frame.unpersist()
+        self._statics = []
+
+    def __enter__(self) -> "ProgressiveQuery":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def snapshot(self) -> Snapshot:
         """The current estimate, without processing anything."""
@@ -126,7 +152,10 @@ class ProgressiveQuery:
     def exact(self) -> pd.DataFrame:
         """The exact answer, by the same spec over the whole data in one Spark query (for accuracy)."""
         everything = range(self.batches)
+        holding = bool(self._statics)
         rows = self._rows(everything)
+        if not holding:
+            self.close()
         batches = self._split(rows, everything) if self.spec.by_batch else [rows]
         totals = self._new_totals(batches[0])
         for batch in batches:
@@ -137,9 +166,23 @@ class ProgressiveQuery:
         """The spec's SQL result over batches ``batch_ids`` (one Spark query)."""
         if self._frames is None:
             self._frames = self.data.open(self.spark)
+        if self.spec.statics and not self._statics:
+            self._cache_statics()
         self.data.show_batches(self._frames, batch_ids)
         frame = self.spark.sql(self.spec.sql)
         return pd.DataFrame([r.asDict() for r in frame.collect()], columns=frame.columns)
+
+    def _cache_statics(self) -> None:
+        """Register the spec's static views, cached: the first query that reads one computes it once."""
+        with _STATIC_LOCK:
+            for view, sql in self.spec.statics:
+                frame = self.spark.sql(sql)
+                key = (str(self.data.data), sql)
+                if key not in _STATIC_USERS:
+                    frame.cache()
+                _STATIC_USERS[key] = _STATIC_USERS.get(key, 0) + 1
+                self._statics.append((key, frame))
+                frame.createOrReplaceTempView(view)
 
     def _split(self, rows: pd.DataFrame, batch_ids) -> list[pd.DataFrame]:
         """Each batch's rows of a result grouped by batch, without the batch column. A batch with no row
@@ -171,6 +214,7 @@ class ProgressiveQuery:
         state = {"query": str(self.spec.path if not str(self.query).isdigit() else int(self.query)),
                  "data": str(self.data.data), "batches": self.batches, "seed": self.data.seed,
                  "order_seed": self.order_seed, "order": self.order, "confidence": self.confidence,
+                 "growth": self.growth,
                  "batches_done": self.batches_done, "elapsed_s": self.elapsed_s,
                  "totals": self._totals.totals if self._totals else None}
         if self._totals:
@@ -189,7 +233,7 @@ class ProgressiveQuery:
         except (OSError, ValueError) as e:
             raise ValueError(f"{path} is not a progressive query checkpoint: {e}") from None
         job = cls(spark, state["query"], state["data"], state["batches"], state["seed"], state["order_seed"],
-                  state["confidence"])
+                  state["confidence"], state.get("growth", 2.0))
         if job.order != state["order"]:
             raise ValueError(f"{path}: the checkpoint's batch order does not match its seed")
         job.elapsed_s = state["elapsed_s"]

@@ -141,3 +141,24 @@ def test_a_spec_without_the_batch_column_runs_one_query_per_batch(spark, data, t
     assert snapshots[-1].result["revenue"][0] == job.exact()["revenue"][0]
     with pytest.raises(rotary.QuerySpecError, match="does not group by rotary_batch"):
         job.partials([0, 1])
+
+
+def static_view_cached(job) -> bool:
+    frame = job.spark.sql(job.spec.statics[0][1])  # the job's session has the tables registered
+    return job.spark._jsparkSession.sharedState().cacheManager().lookupCachedData(frame._jdf).isDefined()
+
+
+def test_static_views_are_cached_while_a_query_uses_them_and_released_by_the_last(spark, data):
+    first = rotary.ProgressiveQuery(spark, 9, data, batches=BATCHES)
+    second = rotary.ProgressiveQuery(spark, 9, data, batches=BATCHES)
+    first.step()
+    second.step()
+    assert static_view_cached(first)  # green_supply, computed once, read by both
+    list(first)  # the last batch releases the first query's hold
+    assert static_view_cached(second)
+    with second:
+        second.step()
+    assert not static_view_cached(second)
+    third = rotary.ProgressiveQuery(spark, 9, data, batches=BATCHES)
+    third.exact()
+    assert not static_view_cached(third)

@@ -119,3 +119,13 @@ def test_the_default_chunks_of_twenty_batches():
 def test_every_shipped_spec_groups_by_batch():
     assert all(rotary.load(q).by_batch for q in rotary.available())
     assert not parse("-- @output: n\nselect count(*) as n from lineitem").by_batch
+
+
+def test_static_views_are_parsed_and_may_not_read_sampled_tables():
+    spec = parse("-- @output: n\n-- @static: big = select p_partkey from part\n--     where p_size > 10\n"
+                 "-- @static: few = select 1 as one\nselect count(*) as n from lineitem, big where l_partkey = p_partkey")
+    assert spec.statics == (("big", "select p_partkey from part where p_size > 10"), ("few", "select 1 as one"))
+    with pytest.raises(QuerySpecError, match="reads a sampled table"):
+        parse("-- @output: n\n-- @static: o = select * from orders\nselect count(*) as n from o")
+    with pytest.raises(QuerySpecError, match="must be `view_name = select"):
+        parse("-- @output: n\n-- @static: select 1\nselect count(*) as n from lineitem")

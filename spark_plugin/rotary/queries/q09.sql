@@ -2,17 +2,15 @@
 -- @keys: nation, o_year
 -- @output: nation, o_year, sum_profit
 -- @order: nation, o_year desc
+-- @static: green_supply = select ps_partkey, ps_suppkey, ps_supplycost, n_name from part, partsupp, supplier, nation
+--     where p_name like '%green%' and p_partkey = ps_partkey and s_suppkey = ps_suppkey and s_nationkey = n_nationkey
 select rotary_batch, nation, o_year, sum(amount) as sum_profit
 from (
     select lineitem.rotary_batch, n_name as nation, extract(year from o_orderdate) as o_year,
         l_extendedprice * (1 - l_discount) - ps_supplycost * l_quantity as amount
-    from part, supplier, lineitem, partsupp, orders, nation
-    where s_suppkey = l_suppkey
-        and ps_suppkey = l_suppkey
+    from lineitem, green_supply, orders
+    where ps_suppkey = l_suppkey
         and ps_partkey = l_partkey
-        and p_partkey = l_partkey
         and o_orderkey = l_orderkey
-        and s_nationkey = n_nationkey
-        and p_name like '%green%'
 ) as profit
 group by rotary_batch, nation, o_year

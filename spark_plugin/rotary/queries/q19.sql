@@ -1,8 +1,10 @@
 -- Progressive TPC-H Q19: discounted revenue (QUANTITY1 = 1, QUANTITY2 = 10, QUANTITY3 = 20, BRAND1 = Brand#12,
 -- BRAND2 = Brand#23, BRAND3 = Brand#34).
 -- @output: revenue
+-- @static: q19_parts = select p_partkey, p_brand, p_container, p_size from part
+--     where p_brand in ('Brand#12', 'Brand#23', 'Brand#34') and p_size between 1 and 15
 select lineitem.rotary_batch, sum(l_extendedprice * (1 - l_discount)) as revenue
-from lineitem, part
+from lineitem, q19_parts
 where (p_partkey = l_partkey and p_brand = 'Brand#12'
         and p_container in ('SM CASE', 'SM BOX', 'SM PACK', 'SM PKG')
         and l_quantity >= 1 and l_quantity <= 1 + 10 and p_size between 1 and 5

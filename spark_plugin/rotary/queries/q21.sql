@@ -4,8 +4,10 @@
 -- @output: s_name, numwait
 -- @order: numwait desc, s_name
 -- @limit: 100
+-- @static: saudi_suppliers = select s_suppkey, s_name from supplier, nation
+--     where s_nationkey = n_nationkey and n_name = 'SAUDI ARABIA'
 select l1.rotary_batch, s_name, count(*) as numwait
-from supplier, lineitem l1, orders, nation
+from saudi_suppliers, lineitem l1, orders
 where s_suppkey = l1.l_suppkey
     and o_orderkey = l1.l_orderkey
     and o_orderstatus = 'F'
@@ -13,6 +15,4 @@ where s_suppkey = l1.l_suppkey
     and exists (select * from lineitem l2 where l2.l_orderkey = l1.l_orderkey and l2.l_suppkey <> l1.l_suppkey)
     and not exists (select * from lineitem l3 where l3.l_orderkey = l1.l_orderkey and l3.l_suppkey <> l1.l_suppkey
         and l3.l_receiptdate > l3.l_commitdate)
-    and s_nationkey = n_nationkey
-    and n_name = 'SAUDI ARABIA'
 group by l1.rotary_batch, s_name
