@@ -8,8 +8,10 @@ from the spec's SQL over the fact tables restricted to a *chunk* of batches, gro
 Spark query answers several batches, whose estimates are then delivered one by one. Most of a small
 query's cost is fixed (planning, broadcasts of dimension tables, job scheduling), so one query per
 batch made the answers slower than the exact query; chunks grow with the work done (``growth``: each
-query processes ``growth - 1`` times the batches done so far, so 1, 1, 2, 4, then the rest of 20 at
-the default 2), which keeps the first estimate one batch away and the number of queries logarithmic.
+query processes ``growth - 1`` times the batches done so far, so 1, 3, then the rest of 20 at the
+default 4), which keeps the first estimate one batch away and the number of queries logarithmic. At
+SF 1, growth 4 gave the exact final answer sooner than 2 on every query tried, with first estimates
+as early.
 A job can stop at any step boundary, :meth:`ProgressiveQuery.checkpoint` to disk and later
 :meth:`resume` exactly where it was: same batch order, same totals, same trajectory.
 """
@@ -64,12 +66,13 @@ class ProgressiveQuery:
     """One progressive query over batched TPC-H data; :meth:`step` processes one batch."""
 
     def __init__(self, spark, query, data, batches: int = 20, seed: int = 0, order_seed: int | None = None,
-                 confidence: float = 0.95, growth: float = 2.0):
+                 confidence: float = 0.95, growth: float = 4.0):
         if not 0 < confidence < 1:
             raise ValueError(f"confidence must lie in (0, 1), not {confidence!r}")
         if not growth >= 1:
             raise ValueError(f"growth must be >= 1 (1: one Spark query per batch), not {growth!r}")
         self.spark = spark.newSession()  # its own temp views and SQL conf: jobs run side by side
+        self.spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
         self.query = query
         self.spec: QuerySpec = load(query)
         self.data: BatchedData = prepare(spark, Path(data).expanduser(), batches, seed)
@@ -169,8 +172,9 @@ class ProgressiveQuery:
         if self.spec.statics and not self._statics:
             self._cache_statics()
         self.data.show_batches(self._frames, batch_ids)
-        frame = self.spark.sql(self.spec.sql)
-        return pd.DataFrame([r.asDict() for r in frame.collect()], columns=frame.columns)
+        rows = self.spark.sql(self.spec.sql).toPandas()  # through Arrow: a chunk can hold 10^5 groups
+        strings = [c for c, t in rows.dtypes.items() if isinstance(t, pd.StringDtype)]
+        return rows.astype({c: object for c in strings}) if strings else rows
 
     def _cache_statics(self) -> None:
         """Register the spec's static views, cached: the first query that reads one computes it once."""
@@ -233,7 +237,7 @@ class ProgressiveQuery:
         except (OSError, ValueError) as e:
             raise ValueError(f"{path} is not a progressive query checkpoint: {e}") from None
         job = cls(spark, state["query"], state["data"], state["batches"], state["seed"], state["order_seed"],
-                  state["confidence"], state.get("growth", 2.0))
+                  state["confidence"], state.get("growth", 4.0))
         if job.order != state["order"]:
             raise ValueError(f"{path}: the checkpoint's batch order does not match its seed")
         job.elapsed_s = state["elapsed_s"]

@@ -124,7 +124,7 @@ def test_groups_seen_whole_have_no_interval_from_the_first_batch(spark, data):
 
 @pytest.mark.parametrize("q", [1, 6, 9, 18, 21])  # no join, no groups, a subquery in FROM, exact groups, EXISTS
 def test_chunks_of_batches_give_the_trajectory_of_one_query_per_batch(spark, data, q):
-    chunked = list(rotary.progressive(spark, q, data, batches=8, order_seed=5))  # queries of 1, 1, 2, 4 batches
+    chunked = list(rotary.progressive(spark, q, data, batches=8, order_seed=5, growth=2))  # 1, 1, 2, 4 batches
     one_by_one = list(rotary.progressive(spark, q, data, batches=8, order_seed=5, growth=1))
     assert [s.batch for s in chunked] == list(range(1, 9))
     for a, b in zip(chunked, one_by_one, strict=True):

@@ -111,9 +111,9 @@ def test_chunks_cover_every_batch_once_and_grow_with_the_work_done(batches, grow
 def test_the_default_chunks_of_twenty_batches():
     sizes, done = [], 0
     while done < 20:
-        sizes.append(next_chunk(done, 20, 2.0))
+        sizes.append(next_chunk(done, 20, 4.0))
         done += sizes[-1]
-    assert sizes == [1, 1, 2, 4, 12]  # the last chunk takes what another doubling would leave behind
+    assert sizes == [1, 3, 16]  # the last chunk takes what another chunk would leave behind
 
 
 def test_every_shipped_spec_groups_by_batch():

@@ -5,15 +5,15 @@
 -- @order: revenue desc, o_orderdate
 -- @limit: 10
 -- @groups: exact
--- @static: building = select c_custkey from customer where c_mktsegment = 'BUILDING'
 select
     lineitem.rotary_batch,
     l_orderkey,
     sum(l_extendedprice * (1 - l_discount)) as revenue,
     o_orderdate,
     o_shippriority
-from building, orders, lineitem
-where c_custkey = o_custkey
+from customer, orders, lineitem
+where c_mktsegment = 'BUILDING'
+    and c_custkey = o_custkey
     and l_orderkey = o_orderkey
     and o_orderdate < date '1995-03-15'
     and l_shipdate > date '1995-03-15'

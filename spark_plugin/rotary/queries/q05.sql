@@ -2,16 +2,15 @@
 -- @keys: n_name
 -- @output: n_name, revenue
 -- @order: revenue desc
--- @static: asia_customers = select c_custkey, c_nationkey, n_name from customer, nation, region
---     where c_nationkey = n_nationkey and n_regionkey = r_regionkey and r_name = 'ASIA'
--- @static: asia_suppliers = select s_suppkey, s_nationkey from supplier, nation, region
---     where s_nationkey = n_nationkey and n_regionkey = r_regionkey and r_name = 'ASIA'
 select lineitem.rotary_batch, n_name, sum(l_extendedprice * (1 - l_discount)) as revenue
-from asia_customers, orders, lineitem, asia_suppliers
+from customer, orders, lineitem, supplier, nation, region
 where c_custkey = o_custkey
     and l_orderkey = o_orderkey
     and l_suppkey = s_suppkey
     and c_nationkey = s_nationkey
+    and s_nationkey = n_nationkey
+    and n_regionkey = r_regionkey
+    and r_name = 'ASIA'
     and o_orderdate >= date '1994-01-01'
     and o_orderdate < date '1994-01-01' + interval '1' year
 group by lineitem.rotary_batch, n_name
