@@ -122,7 +122,7 @@ def test_groups_seen_whole_have_no_interval_from_the_first_batch(spark, data):
     assert (first.ci[job.spec.aggregates].to_numpy() == 0).all()
 
 
-@pytest.mark.parametrize("q", [1, 6, 9, 18, 21])  # no join, no groups, a subquery in FROM, exact groups, EXISTS
+@pytest.mark.parametrize("q", [6, 9, 18, 21])  # no groups, a static view, exact groups, EXISTS
 def test_chunks_of_batches_give_the_trajectory_of_one_query_per_batch(spark, data, q):
     chunked = list(rotary.progressive(spark, q, data, batches=8, order_seed=5, growth=2))  # 1, 1, 2, 4 batches
     one_by_one = list(rotary.progressive(spark, q, data, batches=8, order_seed=5, growth=1))
