@@ -128,22 +128,16 @@ def load(query) -> QuerySpec:
 
 
 def parse(text: str, name: str = "query", path: Path | None = None) -> QuerySpec:
-    directives, statics, description, sql_lines, last = {}, [], [], [], None
+    values, description, sql_lines, last = {}, [], [], None  # directive -> its values, in order
     for line in text.splitlines():
         m = _DIRECTIVE.match(line.strip())
         if m:
             last = m.group(1)
-            if last == "static":
-                statics.append(m.group(2).strip())
-            else:
-                directives[last] = m.group(2).strip()
+            values.setdefault(last, []).append(m.group(2).strip())
             continue
         m = _CONTINUATION.match(line)
         if m and last:
-            if last == "static":
-                statics[-1] += " " + m.group(1).strip()
-            else:
-                directives[last] += " " + m.group(1).strip()
+            values[last][-1] += " " + m.group(1).strip()
             continue
         last = None
         if line.strip().startswith("--"):
@@ -151,6 +145,8 @@ def parse(text: str, name: str = "query", path: Path | None = None) -> QuerySpec
                 description.append(line.strip().lstrip("-").strip())
         elif line.strip():
             sql_lines.append(line)
+    statics = values.pop("static", [])  # the one directive that may repeat; of the others the last counts
+    directives = {name: given[-1] for name, given in values.items()}
     unknown = set(directives) - {"keys", "output", "order", "limit", "groups"}
     if unknown:
         raise QuerySpecError(f"{name}: unknown directive(s) {sorted(unknown)}; "

@@ -36,6 +36,8 @@ class RunningTotals:
         self.keys = list(keys) or [ALL_ROWS_KEY]
         self.totals = list(totals)
         self.pairs = list(combinations_with_replacement(self.totals, 2))
+        self._pair_columns = tuple(np.array([self.totals.index(p[i]) for p in self.pairs], dtype=np.int64)
+                                   for i in (0, 1))  # columns of each pair's two totals
         self.batches_done = 0
         self._row: dict[tuple, int] = {}  # group key -> row of the arrays
         self._group_index: pd.Index | None = None  # the groups as a pandas index, built when asked
@@ -50,13 +52,12 @@ class RunningTotals:
         groups = list(zip(*(partials[k] for k in self.keys)))
         self._grow([g for g in groups if g not in self._row])
         rows = np.array([self._row[g] for g in groups], dtype=np.int64)
-        exact = np.array([[_number(v) for v in column] for column in (partials[c] for c in self.totals)],
-                         dtype=object).T.reshape(len(groups), len(self.totals))
+        exact = _numbers([partials[c] for c in self.totals])
         floats = exact.astype(float)
+        first, second = self._pair_columns
         self._exact[rows] += exact
         self._sums[rows] += floats
-        self._products[rows] += np.column_stack([floats[:, self.totals.index(a)] * floats[:, self.totals.index(b)]
-                                                 for a, b in self.pairs]) if groups else 0.0
+        self._products[rows] += floats[:, first] * floats[:, second]
         self.batches_done += 1
 
     def _grow(self, groups: list[tuple]) -> None:
@@ -166,11 +167,16 @@ class RunningTotals:
         frame = pq.read_table(path).to_pandas()
         self._row = {g: i for i, g in enumerate(zip(*(frame[k] for k in self.keys)))}
         self._group_index = None
-        self._exact = np.array([[_number(v) for v in frame[f"exact.{c}"]] for c in self.totals],
-                               dtype=object).T.reshape(len(frame), len(self.totals))
+        self._exact = _numbers([frame[f"exact.{c}"] for c in self.totals])
         self._sums = frame[[f"sum.{c}" for c in self.totals]].to_numpy(dtype=float)
         self._products = frame[[f"prod.{_pair(a, b)}" for a, b in self.pairs]].to_numpy(dtype=float)
         self.batches_done = batches_done
+
+
+def _numbers(columns: list[pd.Series]) -> np.ndarray:
+    """The exact totals of ``columns`` as an object array, one row per group and one column per total."""
+    rows = len(columns[0]) if columns else 0
+    return np.array([[_number(v) for v in column] for column in columns], dtype=object).T.reshape(rows, len(columns))
 
 
 def _number(value):
