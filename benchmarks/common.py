@@ -39,7 +39,8 @@ def run_metadata(conf: dict) -> dict:
         except md.PackageNotFoundError:
             return None
 
-    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()
+    java = [line for line in subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()
+            if not line.startswith("Picked up")]  # the JVM's note on JAVA_TOOL_OPTIONS, not its version
     return {
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         "git_sha": git_sha(),

@@ -6,7 +6,7 @@ import json
 import statistics
 from pathlib import Path
 
-from benchmarks.common import markdown_table, pyplot, report_header, save_figure, write_markdown
+from benchmarks.common import interval, markdown_table, pyplot, report_header, save_figure, write_markdown
 
 KINDS = ("light", "medium", "heavy")
 
@@ -50,37 +50,78 @@ def summarize(records: list[dict]) -> dict:
     out["false_attainments"] = sum(r["false_attainment"] for r in records)
     out["avg_waiting_s"] = statistics.mean(r["waiting_vs_alone_s"] for r in records) if records else 0.0
     out["avg_true_accuracy"] = statistics.mean(r["true_accuracy"] for r in records) if records else 0.0
+    out["memory_waits"] = sum(r.get("memory_waits", 0) for r in records)
     return out
+
+
+def attainable_alone(jobs: list[dict], alone: dict) -> dict:
+    """Per class, how many jobs meet their criterion before their deadline when run alone."""
+    out = {}
+    for k in KINDS:
+        mine = [j for j in jobs if j["kind"] == k]
+        out[k] = (sum(_alone_time(alone[str(j["query"])], j["threshold"]) <= j["deadline_s"] for j in mine), len(mine))
+    return out
+
+
+def _alone_time(points, threshold: float) -> float:
+    return next((elapsed for elapsed, estimate in points if estimate >= threshold), points[-1][0])
 
 
 def write_workload_report(json_path: Path) -> Path:
     data = json.loads(Path(json_path).read_text())
-    conf = data["meta"]["conf"]
-    summaries = {name: summarize(run["records"]) for name, run in data["runs"].items()}
-    rows = [[name] + [f"{s[f'attained_{k}']}/{s[f'jobs_{k}']}" for k in KINDS]
-            + [f"{s['attained']}/{len(data['runs'][name]['records'])}", s["false_attainments"], s["avg_waiting_s"],
-               s["avg_true_accuracy"], f"{100 * data['runs'][name]['overhead_s'] / data['runs'][name]['wall_s']:.2f}%"]
-            for name, s in summaries.items()]
+    conf, runs = data["meta"]["conf"], data["runs"]
+    seeds = list(runs)
+    policies = sorted(runs[seeds[0]], key=lambda name: runs[seeds[0]][name].get("position", 0))
+    per_seed = {name: [summarize(runs[seed][name]["records"]) for seed in seeds] for name in policies}
+
+    def mean_interval(name, key):
+        iv = interval([float(s[key]) for s in per_seed[name]])
+        return f"{iv['mean']:.1f}" + ("" if iv["low"] is None else f" [{iv['low']:.1f}, {iv['high']:.1f}]")
+
+    rows = []
+    for name in policies:
+        overhead = statistics.fmean(runs[seed][name]["overhead_s"] / runs[seed][name]["wall_s"] for seed in seeds)
+        rows.append([name, mean_interval(name, "attained")] + [mean_interval(name, f"attained_{k}") for k in KINDS]
+                    + [sum(s["false_attainments"] for s in per_seed[name]),
+                       statistics.fmean(s["avg_waiting_s"] for s in per_seed[name]),
+                       sum(s["memory_waits"] for s in per_seed[name]),
+                       max(runs[seed][name].get("peak_memory_bytes", 0.0) for seed in seeds) / 1e6,
+                       f"{100 * overhead:.2f}%"])
+    seed_rows = [[name] + [per_seed[name][i]["attained"] for i in range(len(seeds))] for name in policies]
+    alone_rows = [[seed] + [f"{a}/{n}" for a, n in attainable_alone(data["workloads"][seed], data["alone"]).values()]
+                  for seed in seeds]
+    budget = f"{conf['memory_mb']:g} MB" if conf.get("memory_mb") else "none"
     md = report_header(data["meta"], f"Rotary: {conf['jobs']} approximate jobs ({conf['mix']}) under each policy") + [
         f"SF {conf['sf']:g}, {conf['batches']} batches, {conf['cores']} cores arbitrated every {conf['epoch_s']:g} s "
-        f"(`local-cluster[{conf['executors']},{conf.get('executor_cores', 1)},2048]`, FAIR pools); workload seed {conf['seed']}, times x "
-        f"{conf['time_scale']:g} of Table 3.1; envelope window {conf['window']}. Policies ran one after another "
-        "on the same workload in one application.", "",
-        markdown_table(["policy", "light", "medium", "heavy", "attained", "false attainments", "avg waiting s",
-                        "avg true accuracy at stop", "scheduler overhead"], rows), "",
+        f"(`local-cluster[{conf['executors']},{conf.get('executor_cores', 1)},2048]`, FAIR pools); workload seeds "
+        f"{', '.join(seeds)} (one workload each, policy order reversed on every other seed), times x "
+        f"{conf['time_scale']:g} of Table 3.1; envelope window {conf['window']}; memory budget {budget}.", "",
+        "Jobs attained, mean over seeds with its 95% t-interval:", "",
+        markdown_table(["policy", "attained", "light", "medium", "heavy", "false attainments (all seeds)",
+                        "avg waiting s", "memory waits", "peak memory MB", "scheduler overhead"], rows), "",
         "Attained: the envelope estimate reached the threshold (or every batch was processed) before the "
         "deadline. False attainment: attained, but the true accuracy at that moment was below the threshold. "
-        "Waiting: turnaround minus the time the same job needs alone to meet its criterion.", "",
+        "Waiting: turnaround minus the time the same job needs alone to meet its criterion. Memory waits: "
+        "arbitrations a job sat out because its estimated memory did not fit the budget left; peak memory: "
+        "the most estimated memory granted at once.", "",
+        "Per seed (jobs attained):", "", markdown_table(["policy"] + [f"seed {s}" for s in seeds], seed_rows), "",
+        "Jobs that meet their criterion before their deadline when run alone (light, medium, heavy):", "",
+        markdown_table(["seed", "light", "medium", "heavy"], alone_rows), "",
         f"![attained jobs]({Path(json_path).with_suffix('.png').name})", ""]
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 3.8))
-    names = list(summaries)
     width = 0.8 / len(KINDS)
     for i, k in enumerate(KINDS):
-        ax.bar([x + i * width for x in range(len(names))], [summaries[n][f"attained_{k}"] for n in names], width,
-               label=k)
-    ax.set_xticks([x + width for x in range(len(names))], names)
-    ax.set_ylabel("attained jobs")
+        means = [statistics.fmean(s[f"attained_{k}"] for s in per_seed[n]) for n in policies]
+        errors = [_half_width(per_seed[n], f"attained_{k}") for n in policies]
+        ax.bar([x + i * width for x in range(len(policies))], means, width, yerr=errors, capsize=3, label=k)
+    ax.set_xticks([x + width for x in range(len(policies))], policies, fontsize=8)
+    ax.set_ylabel(f"attained jobs (mean of {len(seeds)} seeds)")
     ax.legend()
     save_figure(fig, Path(json_path).with_suffix(".png"), dpi=110)
     return write_markdown(json_path, md)
+
+
+def _half_width(summaries: list[dict], key: str) -> float:
+    iv = interval([float(s[key]) for s in summaries])
+    return 0.0 if iv["low"] is None else iv["mean"] - iv["low"]

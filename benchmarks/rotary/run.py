@@ -3,9 +3,11 @@
 * ``time-to-accuracy``: each supported query alone, progressively; the fraction of the exact
   query's time (the TPC-H harness SQL over the whole tables, same session) at which the true
   accuracy first reaches 95% and 99%.
-* ``workload``: a scaled Table 3.1 workload (``conf/rotary/table-3.1.json``) run under each policy
-  in turn in one application: attained jobs per class, false attainments, average waiting time
-  and the scheduler's overhead. Before the policies run, each query of the workload runs alone
+* ``workload``: scaled Table 3.1 workloads (``conf/rotary/table-3.1.json``), one per seed, each run
+  under each policy in turn in one application (policy order reversed on every other seed): attained
+  jobs per class with the mean and 95% interval over seeds, false attainments, average waiting time,
+  the scheduler's overhead and, under a memory budget (``--memory-mb``), the most estimated memory
+  granted at once and how often jobs waited for memory. Before the policies run, each query of the workload runs alone
   once (after one warm-up batch of each): that fills Rotary's history store and gives each job
   its isolated time (to the moment its criterion is met alone), from which waiting time is
   measured as the thesis does. The JSON keeps those curves under ``alone``.
@@ -100,44 +102,52 @@ def workload(args) -> Path:
     from spark_plugin.rotary.estimators import History, PastRun, features
 
     definition = wl.load_definition(args.definition)
-    jobs = wl.generate(definition, seed=args.seed, time_scale=args.time_scale, jobs=args.jobs,
-                       mix={args.mix: 1.0} if args.mix else None)
+    workloads = {seed: wl.generate(definition, seed=seed, time_scale=args.time_scale, jobs=args.jobs,
+                                   mix={args.mix: 1.0} if args.mix else None) for seed in args.seeds}
     spark = session(args.executors, fair=True, executor_cores=args.executor_cores)
     runs = {}
     try:
         data = dataset(spark, args)
         history, alone, exact = History(), {}, {}
-        queries = sorted({j.query for j in jobs})
+        queries = sorted({j.query for jobs in workloads.values() for j in jobs})
         for q in queries:  # one batch of each first, so no timed run below pays the JVM's warm-up
             rotary.ProgressiveQuery(spark, q, data.data, args.batches, data.seed).step()
         for q in queries:  # each query alone once: history and isolated times
-            job = rotary.ProgressiveQuery(spark, q, data.data, args.batches, data.seed)
+            job = rotary.ProgressiveQuery(spark, q, data.data, args.batches, data.seed, growth=1)
             envelope = Envelope(job.spec, args.window)
             alone[q] = [(snap.elapsed_s, envelope.add(snap.result)) for snap in job]
             history.add(PastRun(features(job.spec, args.batches), [list(p) for p in alone[q]]))
-        for name in args.policies:
-            with tempfile.TemporaryDirectory(prefix="rotary-checkpoints-") as checkpoints:
-                arbiter = Arbiter(spark, data, policies.make(name), batches=args.batches, cores=args.cores,
-                                  epoch_s=args.epoch, window=args.window, checkpoint_dir=checkpoints,
-                                  history=history if name == "rotary" else None, exact_answers=exact,
-                                  progress=lambda e, n=name: print(f"[{n}] t={e['time_s']:.0f}s active={e['active']} "
-                                                                   f"pending={e['pending']} done={e['done']}",
-                                                                   file=sys.stderr))
-                start = time.perf_counter()
-                records = arbiter.run(jobs)
-                wall = time.perf_counter() - start
-            for r in records:
-                r["isolated_s"] = _isolated(alone[r["query"]], r["threshold"])
-                r["waiting_vs_alone_s"] = max(0.0, r["turnaround_s"] - r["isolated_s"])
-            runs[name] = {"records": records, "wall_s": wall, "overhead_s": arbiter.overhead_s}
+        memory = args.memory_mb * 1e6 if args.memory_mb else None
+        for i, (seed, jobs) in enumerate(workloads.items()):
+            runs[seed] = {}
+            for position, name in enumerate(args.policies if i % 2 == 0 else args.policies[::-1]):  # alternated
+                policy = policies.make(name)
+                with tempfile.TemporaryDirectory(prefix="rotary-checkpoints-") as checkpoints:
+                    arbiter = Arbiter(spark, data, policy, batches=args.batches, cores=args.cores, memory=memory,
+                                      epoch_s=args.epoch, window=args.window, checkpoint_dir=checkpoints,
+                                      history=history if policy.uses_history else None, exact_answers=exact,
+                                      progress=lambda e, n=f"seed {seed} {name}": print(
+                                          f"[{n}] t={e['time_s']:.0f}s active={e['active']} pending={e['pending']} "
+                                          f"done={e['done']}", file=sys.stderr))
+                    start = time.perf_counter()
+                    records = arbiter.run(jobs)
+                    wall = time.perf_counter() - start
+                for r in records:
+                    r["isolated_s"] = _isolated(alone[r["query"]], r["threshold"])
+                    r["waiting_vs_alone_s"] = max(0.0, r["turnaround_s"] - r["isolated_s"])
+                runs[seed][name] = {"records": records, "wall_s": wall, "overhead_s": arbiter.overhead_s,
+                                    "peak_memory_bytes": arbiter.peak_memory, "position": position}
     finally:
         spark.stop()
-    meta = run_metadata({"sf": args.sf, "parts": args.parts, "batches": args.batches, "jobs": len(jobs),
-                         "seed": args.seed, "time_scale": args.time_scale, "mix": args.mix or "table-3.1",
-                         "cores": args.cores, "executor_cores": args.executor_cores, "epoch_s": args.epoch, "window": args.window,
+    meta = run_metadata({"sf": args.sf, "parts": args.parts, "batches": args.batches, "jobs": args.jobs or
+                         definition["jobs"], "seeds": args.seeds, "time_scale": args.time_scale,
+                         "mix": args.mix or "table-3.1", "cores": args.cores, "memory_mb": args.memory_mb,
+                         "executor_cores": args.executor_cores, "epoch_s": args.epoch, "window": args.window,
                          "executors": args.executors, "policies": args.policies})
-    payload = {"meta": meta, "workload": [j.__dict__ for j in jobs], "alone": alone, "runs": runs}
-    name = f"workload-{args.mix or 'table-3.1'}-x{args.time_scale:g}-{args.cores}cores.json"
+    payload = {"meta": meta, "workloads": {seed: [j.__dict__ for j in jobs] for seed, jobs in workloads.items()},
+               "alone": alone, "runs": runs}
+    budget = f"-{args.memory_mb:g}mb" if args.memory_mb else ""
+    name = f"workload-{args.mix or 'table-3.1'}-x{args.time_scale:g}-{args.cores}cores{budget}.json"
     path = write_json(result_path("rotary", name, meta, args.out), payload)
     print(write_workload_report(path))
     return path
@@ -173,7 +183,8 @@ def main(argv=None) -> int:
     w = sub.choices["workload"]
     w.add_argument("--definition", type=Path, default=DEFINITION, help="workload definition JSON")
     w.add_argument("--jobs", type=int, default=None, help="number of jobs (default: the definition's 30)")
-    w.add_argument("--seed", type=int, default=0)
+    w.add_argument("--seeds", type=lambda s: [int(x) for x in s.split(",")], default=[0],
+                   help="comma-separated workload seeds (default 0); policy order is reversed on every other seed")
     w.add_argument("--time-scale", type=float, default=0.05, help="multiplies deadlines and inter-arrivals")
     w.add_argument("--mix", choices=["light", "medium", "heavy"], default=None, help="a skewed workload of one class")
     w.add_argument("--policies", type=lambda s: s.split(","), default=list(policies.POLICIES),
@@ -181,6 +192,8 @@ def main(argv=None) -> int:
     w.add_argument("--cores", type=int, default=2, help="cores arbitrated (default 2)")
     w.add_argument("--executor-cores", type=int, default=1,
                    help="task slots per executor (default 1; more than the machine's cores oversubscribes it)")
+    w.add_argument("--memory-mb", type=float, default=None,
+                   help="memory budget of the jobs granted at once, in MB of estimated batch input (default: none)")
     w.add_argument("--epoch", type=float, default=2.0, help="base epoch in seconds (default 2)")
     w.add_argument("--window", type=int, default=3, help="envelope window (default 3)")
     args = parser.parse_args(argv)

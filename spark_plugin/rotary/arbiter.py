@@ -12,6 +12,10 @@ Cores are enforced per job and epoch in two ways: the job's queries run with
 ``weight`` equal to its cores, so contending jobs share the executors in those proportions. Scan
 stages of whole dimension tables may still take one task per file.
 
+Memory (Algorithm 4): each job's estimated memory (:func:`.estimators.batch_input_bytes`) must fit the
+budget ``memory`` with the jobs already granted, for policies that weigh memory; a job that does not fit
+waits. ``peak_memory`` records the most granted at once, and each job's record its ``memory_waits``.
+
 Rotary's adaptive epochs: a job keeps its grant for ``round(memory / smallest memory)`` base epochs
 (at most ``max_epoch_factor``), so heavy jobs report progress per unit of work like light ones.
 """
@@ -56,6 +60,7 @@ class ActiveJob:
     batches_done: int = 0
     last_result: object = None
     checkpoints: int = 0
+    memory_waits: int = 0  # arbitrations it sat out because its memory did not fit what was left
 
 
 class Arbiter:
@@ -75,6 +80,7 @@ class Arbiter:
         if not self.fair:
             LOG.warning("spark.scheduler.mode is not FAIR: cores are enforced by per-job parallelism only")
         self.overhead_s = 0.0
+        self.peak_memory = 0.0  # the most estimated memory granted at once (never above ``memory``)
         #: Exact answers per query, for true accuracy only; pass one dict to several arbiters to compute them once.
         self._exact = {} if exact_answers is None else exact_answers
 
@@ -119,6 +125,10 @@ class Arbiter:
         job = ActiveJob(spec, crit.accuracy(spec.threshold, seconds=spec.deadline_s))
         job.envelope = Envelope(load(spec.query), self.window)
         job.memory = batch_input_bytes(job.envelope.spec, self.data)
+        if self.policy.uses_memory and job.memory > self.memory:
+            LOG.warning("%s (Q%s) needs an estimated %.0f MB, more than the whole memory budget of %.0f MB: "
+                        "it will wait until its deadline; raise the budget to run it", spec.job_id, spec.query,
+                        job.memory / 1e6, self.memory / 1e6)
         return job
 
     def _arbitrate(self, active: dict, now: float) -> None:
@@ -127,14 +137,18 @@ class Arbiter:
         free_cores = self.cores - sum(j.cores for j in held)
         free_memory = self.memory - sum(j.memory for j in held)
         smallest = min(j.memory for j in active.values()) or 1.0
-        grant = self.policy.allocate([self._view(j, now) for j in deciding], free_cores, free_memory)
+        grant = self.policy.allocate([self._view(j, now, smallest) for j in deciding], free_cores, free_memory)
+        memory_left = free_memory - sum(j.memory for j in deciding if grant.get(j.spec.job_id))
         for job in deciding:
             cores = grant.get(job.spec.job_id, 0)
             if cores == 0 and job.query is not None:
                 self._pause(job)
+            if cores == 0 and self.policy.uses_memory and job.memory > memory_left:
+                job.memory_waits += 1
             job.cores = cores
             if cores:
                 job.epochs_left = self._epoch_factor(job, smallest)
+        self.peak_memory = max(self.peak_memory, sum(j.memory for j in active.values() if j.cores))
 
     def _epoch_factor(self, job: ActiveJob, smallest_memory: float) -> int:
         """Base epochs a grant lasts: 1, or with adaptive epochs ``memory / smallest`` (capped)."""
@@ -142,15 +156,19 @@ class Arbiter:
             return 1
         return max(1, min(self.max_epoch_factor, round(job.memory / smallest_memory)))
 
-    def _view(self, job: ActiveJob, now: float) -> JobView:
+    def _view(self, job: ActiveJob, now: float, smallest_memory: float) -> JobView:
         feats = features(job.envelope.spec, self.batches)
         whole_run_s = (job.processing_s * self.batches / job.batches_done if job.batches_done
                        else self.estimator.run_length_s(feats))
         needed = (self.estimator.time_to(feats, job.live, job.spec.threshold, whole_run_s)
                   if whole_run_s is not None else None)
+        next_epoch_s = self.epoch_s * self._epoch_factor(job, smallest_memory)
+        predictable = job.live or whole_run_s is not None
+        next_estimate = (self.estimator.predict(feats, job.live, job.processing_s + next_epoch_s)
+                         if predictable else None)
         return JobView(job.spec.job_id, job.spec.arrival_s, job.spec.arrival_s + job.spec.deadline_s,
                        job.spec.threshold, job.memory, job.estimate, job.gains[-1] if job.gains else None,
-                       now_s=now, processing_s=job.processing_s, needed_s=needed)
+                       now_s=now, processing_s=job.processing_s, needed_s=needed, next_estimate=next_estimate)
 
     # -- one job's epoch (in its own thread) ------------------------------------------------------
     def _run_epoch(self, job: ActiveJob, start: float) -> None:
@@ -211,4 +229,4 @@ class Arbiter:
                 "waiting_s": max(0.0, now - s.arrival_s - job.processing_s), "epochs": job.epochs,
                 "batches_done": job.batches_done, "estimate": job.estimate, "true_accuracy": float(truth),
                 "false_attainment": bool(status == crit.ATTAINED and truth < s.threshold),
-                "checkpoints": job.checkpoints, "memory_bytes": job.memory}
+                "checkpoints": job.checkpoints, "memory_bytes": job.memory, "memory_waits": job.memory_waits}

@@ -3,15 +3,19 @@
 A policy sees the jobs whose epoch just ended (:class:`JobView`) and the cores and memory not held
 by jobs still inside their epoch, and returns cores per job (absent or 0: paused this epoch).
 
-* :class:`Rotary` (Algorithm 4): jobs wait in a priority queue ordered by their predicted
-  attainment (:meth:`Rotary.priority`); every job whose estimated memory fits gets one core, in
-  queue order while cores last (the pseudo-code leaves the order open when cores are short; the
-  queue is the only order it defines); jobs that do not fit wait (deferred, not dropped); the cores
-  left go one extra each in queue order. The queue puts first the jobs the progress estimator
-  predicts will reach their threshold before their deadline, earliest deadline first, and last
-  those it predicts will miss it: serving a job that cannot attain only delays others.
-* :class:`RotaryRandom`: Algorithm 4 with a U(0, 1) estimator instead of the predicted attainment
-  (the thesis's estimator ablation, Fig. 3.9).
+* :class:`Rotary` (Algorithm 4 as written): every job whose estimated memory fits the memory left gets
+  one core, in arrival order while cores last (the author's code; the pseudo-code leaves the order
+  open when cores are short); a job that does not fit waits (deferred, not dropped); the cores left
+  go one extra each to the served jobs in priority-queue order, highest predicted progress first.
+  The predicted progress (phi-hat) is the envelope accuracy the progress estimator predicts at the
+  end of the job's next epoch, as a fraction of its threshold (capped at 1).
+* :class:`RotaryDeadline`: Algorithm 4 with our queue instead of phi-hat, which serves the queue
+  for the first cores too: first the jobs the progress estimator predicts will reach their
+  threshold before their deadline, earliest deadline first, last those it predicts will miss it
+  (serving a job that cannot attain only delays others). It attained more jobs than arrival order
+  on overloaded cores (see ``benchmarks/results/rotary``).
+* :class:`RotaryRandom`: Algorithm 4 with a U(0, 1) estimator instead of phi-hat (the thesis's
+  estimator ablation, Fig. 3.9).
 * :class:`RoundRobin`: one core per job, taking turns.
 * :class:`EDF`: one core per job, earliest deadline first.
 * :class:`LAF`: one core per job, least estimated accuracy first.
@@ -38,6 +42,7 @@ class JobView:
     now_s: float = 0.0  # when the decision is taken, on the deadline's clock
     processing_s: float = 0.0  # runtime the job has had so far
     needed_s: float | None = None  # predicted runtime to meet its threshold (None: nothing to predict from)
+    next_estimate: float | None = None  # predicted envelope accuracy after its next epoch (None: nothing to predict)
 
     @property
     def slack_s(self) -> float | None:
@@ -57,6 +62,7 @@ class Policy:
     name = "policy"
     uses_memory = True
     adaptive_epochs = False
+    uses_history = False  # whether its estimates read past runs (the benchmark fills a history for it)
 
     def allocate(self, jobs: list[JobView], cores: int, memory: float) -> dict[str, int]:
         raise NotImplementedError
@@ -77,7 +83,13 @@ class Policy:
     def _one_each_then_extra(self, ordered: list[JobView], cores: int, memory: float) -> dict[str, int]:
         """:meth:`_one_each`, then one extra core each to the served jobs, in the same order."""
         grant = self._one_each(ordered, cores, memory)
-        for job in [j for j in ordered if j.job_id in grant][:cores - len(grant)]:
+        return self._extra_each(grant, [j for j in ordered if j.job_id in grant], cores)
+
+    @staticmethod
+    def _extra_each(grant: dict[str, int], queue: list[JobView], cores: int) -> dict[str, int]:
+        """One extra core each to the jobs of ``queue`` (all already served), in its order, while the
+        ``cores`` not yet granted last."""
+        for job in queue[:cores - sum(grant.values())]:
             grant[job.job_id] += 1
         return grant
 
@@ -85,6 +97,23 @@ class Policy:
 class Rotary(Policy):
     name = "rotary"
     adaptive_epochs = True
+    uses_history = True
+
+    def allocate(self, jobs, cores, memory):
+        served = self._one_each(sorted(jobs, key=lambda j: j.arrival_s), cores, memory)
+        queue = sorted((j for j in jobs if j.job_id in served), key=lambda j: (-self.phi_hat(j), j.arrival_s))
+        return self._extra_each(served, queue, cores)
+
+    def phi_hat(self, job: JobView) -> float:
+        """Predicted progress toward the criterion at the end of the job's next epoch (0 with nothing
+        to predict from)."""
+        if job.next_estimate is None:
+            return 0.0
+        return min(1.0, job.next_estimate / job.threshold) if job.threshold else job.next_estimate
+
+
+class RotaryDeadline(Rotary):
+    name = "rotary-deadline"
 
     def allocate(self, jobs, cores, memory):
         queue = sorted(jobs, key=lambda j: (self.priority(j), j.arrival_s))
@@ -106,12 +135,13 @@ class Rotary(Policy):
 
 class RotaryRandom(Rotary):
     name = "rotary-random"
+    uses_history = False
 
     def __init__(self, seed: int = 0):
         self._rng = random.Random(seed)
 
-    def priority(self, job: JobView) -> tuple:
-        return (self._rng.random(),)
+    def phi_hat(self, job: JobView) -> float:
+        return self._rng.random()
 
 
 class RoundRobin(Policy):
@@ -156,7 +186,7 @@ def _deadline(job: JobView) -> float:
     return job.deadline_s if job.deadline_s is not None else math.inf
 
 
-POLICIES = {p.name: p for p in (Rotary, RoundRobin, EDF, LAF, ReLAQS, RotaryRandom)}
+POLICIES = {p.name: p for p in (Rotary, RotaryDeadline, RoundRobin, EDF, LAF, ReLAQS, RotaryRandom)}
 
 
 def make(name: str) -> Policy:

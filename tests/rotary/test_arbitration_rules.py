@@ -99,7 +99,7 @@ def _jobs(n, seed):
     return [JobView(f"j{i}", arrival_s=rng.uniform(0, 100), deadline_s=rng.uniform(100, 500),
                     threshold=rng.choice([0.6, 0.8, 0.95]), memory=rng.uniform(1, 10), estimate=rng.random(),
                     recent_gain=rng.choice([None, rng.random()]), now_s=100, processing_s=rng.uniform(0, 50),
-                    needed_s=rng.choice([None, rng.uniform(1, 300)]))
+                    needed_s=rng.choice([None, rng.uniform(1, 300)]), next_estimate=rng.choice([None, rng.random()]))
             for i in range(n)]
 
 
@@ -134,19 +134,40 @@ def _ranked(job_id, memory, needed_s, arrival_s, deadline_s=100):
                    processing_s=2, needed_s=needed_s)
 
 
-def test_rotary_defers_a_job_that_does_not_fit_and_serves_its_queue_by_predicted_attainment():
+def _progressing(job_id, arrival_s, memory, next_estimate, threshold=0.8):
+    return JobView(job_id, arrival_s, 100, threshold, memory=memory, estimate=0.1, recent_gain=None,
+                   next_estimate=next_estimate)
+
+
+def test_algorithm_4_serves_arrivals_that_fit_then_extras_by_predicted_progress():
+    jobs = [_progressing("first", 0, memory=5, next_estimate=0.2),
+            _progressing("big", 1, memory=50, next_estimate=0.9),  # does not fit: deferred
+            _progressing("near", 2, memory=5, next_estimate=0.7),  # phi-hat 0.875
+            _progressing("done", 3, memory=5, next_estimate=0.5, threshold=0.5),  # phi-hat 1
+            _progressing("cold", 4, memory=5, next_estimate=None)]  # nothing to predict from: phi-hat 0
+    rotary = policies.make("rotary")
+    assert rotary.allocate(jobs, cores=6, memory=20) == {"first": 1, "near": 2, "done": 2, "cold": 1}
+    assert rotary.allocate(jobs, cores=5, memory=20) == {"first": 1, "near": 1, "done": 2, "cold": 1}
+    # fewer cores than jobs: arrival order, as the author's code does
+    assert rotary.allocate(jobs, cores=2, memory=20) == {"first": 1, "near": 1}
+    assert rotary.allocate(jobs, cores=2, memory=100) == {"first": 1, "big": 1}
+    assert rotary.allocate(jobs, cores=8, memory=14) == {"first": 2, "near": 2}  # memory for two only
+
+
+def test_rotary_deadline_defers_a_job_that_does_not_fit_and_serves_its_queue_by_predicted_attainment():
     jobs = [_ranked("big", memory=50, needed_s=None, arrival_s=0),  # unknown: first, but does not fit
             _ranked("a", memory=5, needed_s=30, arrival_s=1, deadline_s=120),  # attains
             _ranked("b", memory=5, needed_s=80, arrival_s=2),  # attains, earlier deadline
             _ranked("c", memory=5, needed_s=500, arrival_s=3, deadline_s=90)]  # would miss its deadline
-    assert policies.make("rotary").allocate(jobs, cores=4, memory=20) == {"b": 2, "a": 1, "c": 1}
+    rotary = policies.make("rotary-deadline")
+    assert rotary.allocate(jobs, cores=4, memory=20) == {"b": 2, "a": 1, "c": 1}
     # fewer cores than jobs: the queue's head first, whatever the arrival order
-    assert policies.make("rotary").allocate(jobs, cores=2, memory=20) == {"b": 1, "a": 1}
-    assert policies.make("rotary").allocate(jobs, cores=1, memory=20) == {"b": 1}
-    assert policies.make("rotary").allocate(jobs, cores=1, memory=100) == {"big": 1}
+    assert rotary.allocate(jobs, cores=2, memory=20) == {"b": 1, "a": 1}
+    assert rotary.allocate(jobs, cores=1, memory=20) == {"b": 1}
+    assert rotary.allocate(jobs, cores=1, memory=100) == {"big": 1}
     # among jobs predicted to miss, the nearest miss first
     missing = [_ranked("far", 1, 900, 0), _ranked("near", 1, 120, 1)]
-    assert policies.make("rotary").allocate(missing, cores=1, memory=20) == {"near": 1}
+    assert rotary.allocate(missing, cores=1, memory=20) == {"near": 1}
 
 
 def test_the_random_estimator_ablation_is_seeded_and_keeps_algorithm_4():
@@ -181,7 +202,7 @@ def test_baselines_order_by_their_own_rule():
 
 
 def test_unknown_policy_lists_the_known_ones():
-    with pytest.raises(ValueError, match="choose from rotary, rr, edf, laf, relaqs, rotary-random"):
+    with pytest.raises(ValueError, match="choose from rotary, rotary-deadline, rr, edf, laf, relaqs, rotary-random"):
         policies.make("fifo")
 
 

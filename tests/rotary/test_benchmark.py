@@ -25,14 +25,17 @@ def test_time_to_accuracy_and_workload_reports(tmp_path):
     assert all(q["points"][-1]["true_accuracy"] == 1.0 and q["exact_s"] > 0 for q in queries.values())
     assert result.with_suffix(".md").is_file() and result.with_suffix(".png").is_file()
 
-    run = _bench("workload", "--jobs", "2", "--policies", "rotary,edf", "--time-scale", "0.01", "--epoch", "0.3",
-                 *common)
+    run = _bench("workload", "--jobs", "2", "--seeds", "0,1", "--policies", "rotary,edf", "--time-scale", "0.01",
+                 "--epoch", "0.3", "--memory-mb", "100", *common)
     assert run.returncode == 0, run.stderr[-3000:]
-    [result] = tmp_path.glob("*.workload-*.json")
+    [result] = tmp_path.glob("*.workload-*-100mb.json")
     runs = json.loads(result.read_text())["runs"]
-    assert set(runs) == {"rotary", "edf"}
-    assert all(len(r["records"]) == 2 and r["wall_s"] > 0 for r in runs.values())
-    assert "| rotary |" in result.with_suffix(".md").read_text()
+    assert list(runs) == ["0", "1"]
+    assert [runs[seed]["rotary"]["position"] for seed in runs] == [0, 1]  # the order alternates
+    assert all(len(r["records"]) == 2 and r["wall_s"] > 0 and r["peak_memory_bytes"] <= 100e6
+               for by_policy in runs.values() for r in by_policy.values())
+    report = result.with_suffix(".md").read_text()
+    assert "| rotary |" in report and "memory budget 100 MB" in report
 
 
 def test_unknown_policy_is_refused(tmp_path):
