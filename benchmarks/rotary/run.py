@@ -3,6 +3,7 @@
 * ``time-to-accuracy``: each supported query alone, progressively; the fraction of the exact
   query's time (the TPC-H harness SQL over the whole tables, same session) at which the true
   accuracy first reaches 95% and 99%.
+* ``suspend``: Riveter's suspension and resumption (see :mod:`.suspend`).
 * ``workload``: scaled Table 3.1 workloads (``conf/rotary/table-3.1.json``), one per seed, each run
   under each policy in turn in one application (policy order reversed on every other seed): attained
   jobs per class with the mean and 95% interval over seeds, false attainments, average waiting time,
@@ -26,7 +27,7 @@ from pathlib import Path
 
 from benchmarks.common import PROJECT_DIR, result_path, run_metadata, write_json
 
-from .report import write_time_to_accuracy_report, write_workload_report
+from .report import alone_time, write_time_to_accuracy_report, write_workload_report
 
 DEFINITION = PROJECT_DIR / "conf" / "rotary" / "table-3.1.json"
 
@@ -133,7 +134,7 @@ def workload(args) -> Path:
                     records = arbiter.run(jobs)
                     wall = time.perf_counter() - start
                 for r in records:
-                    r["isolated_s"] = _isolated(alone[r["query"]], r["threshold"])
+                    r["isolated_s"] = alone_time(alone[r["query"]], r["threshold"])
                     r["waiting_vs_alone_s"] = max(0.0, r["turnaround_s"] - r["isolated_s"])
                 runs[seed][name] = {"records": records, "wall_s": wall, "overhead_s": arbiter.overhead_s,
                                     "peak_memory_bytes": arbiter.peak_memory, "position": position}
@@ -153,14 +154,6 @@ def workload(args) -> Path:
     return path
 
 
-def _isolated(points, threshold: float) -> float:
-    """When a job alone would have met its criterion: its envelope reaching the threshold, or the end."""
-    for elapsed, estimate in points:
-        if estimate >= threshold:
-            return elapsed
-    return points[-1][0]
-
-
 def main(argv=None) -> int:
     from spark_plugin.rotary import policies
 
@@ -168,17 +161,26 @@ def main(argv=None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="kind", required=True)
     for name, helptext in (("time-to-accuracy", "each query alone: time to 95%/99% true accuracy"),
-                           ("workload", "Table 3.1 workload under each policy")):
+                           ("workload", "Table 3.1 workload under each policy"),
+                           ("suspend", "Riveter: suspension lag, state size, resume, cost model")):
         p = sub.add_parser(name, help=helptext)
-        p.add_argument("--sf", type=float, default=0.1, help="TPC-H scale factor (default 0.1)")
+        if name == "suspend":
+            p.add_argument("--sfs", type=lambda s: [float(x) for x in s.split(",")], default=[0.1, 1.0],
+                           help="comma-separated scale factors (default 0.1,1)")
+        else:
+            p.add_argument("--sf", type=float, default=0.1, help="TPC-H scale factor (default 0.1)")
         p.add_argument("--parts", type=int, default=4, help="Parquet files per table (default 4)")
         p.add_argument("--batches", type=int, default=20, help="batches per fact table (default 20)")
         p.add_argument("--executors", type=int, default=2, help="executor JVMs, 1 core each (default 2)")
         p.add_argument("--data", type=Path, default=None, help="TPC-H data root (default ~/.cache/sparkrm/tpch)")
         p.add_argument("--out", type=Path, default=None, help="output folder (default benchmarks/results/rotary)")
+    sus = sub.choices["suspend"]
+    sus.add_argument("--growth", type=float, default=4.0, help="chunk growth of the progressive queries (default 4)")
+    sus.add_argument("--at", type=float, default=0.5, help="request the suspension at this fraction of T (0.5)")
+    for p in (sus, sub.choices["time-to-accuracy"]):
+        p.add_argument("--queries", type=lambda s: [int(x) for x in s.split(",")], default=None,
+                       help="comma-separated query numbers (default: every supported one)")
     tta = sub.choices["time-to-accuracy"]
-    tta.add_argument("--queries", type=lambda s: [int(x) for x in s.split(",")], default=None,
-                     help="comma-separated query numbers (default: every supported one)")
     tta.add_argument("--repeat", type=int, default=3, help="timed runs of each exact query (default 3)")
     w = sub.choices["workload"]
     w.add_argument("--definition", type=Path, default=DEFINITION, help="workload definition JSON")
@@ -197,9 +199,13 @@ def main(argv=None) -> int:
     w.add_argument("--epoch", type=float, default=2.0, help="base epoch in seconds (default 2)")
     w.add_argument("--window", type=int, default=3, help="envelope window (default 3)")
     args = parser.parse_args(argv)
-    if args.sf <= 0 or args.batches < 2 or args.executors < 1:
+    if min(args.sfs if args.kind == "suspend" else [args.sf]) <= 0 or args.batches < 2 or args.executors < 1:
         parser.error("--sf must be > 0, --batches >= 2, --executors >= 1")
-    if args.kind == "workload":
+    if args.kind == "suspend":
+        from .suspend import suspend
+
+        suspend(args)
+    elif args.kind == "workload":
         unknown = [p for p in args.policies if p not in policies.POLICIES]
         if unknown:
             parser.error(f"unknown policies {unknown}; choose from {','.join(policies.POLICIES)}")

@@ -98,6 +98,28 @@ class ProgressiveQuery:
     def done(self) -> bool:
         return self.batches_done == self.batches
 
+    @property
+    def batches_ready(self) -> int:
+        """Batches already computed by the last Spark query and not yet delivered: steps that cost no Spark work."""
+        return len(self._ready)
+
+    @property
+    def next_query_batches(self) -> int:
+        """Batches the next Spark query will process (0 while computed batches wait to be delivered)."""
+        if self._ready or self.done:
+            return 0
+        return next_chunk(self.batches_done, self.batches, self.growth)
+
+    @property
+    def groups(self) -> int:
+        """Groups seen so far: the state's rows."""
+        return self._totals.groups if self._totals else 0
+
+    @property
+    def state_bytes(self) -> int:
+        """About how many bytes :meth:`checkpoint` writes (O(groups))."""
+        return self._totals.state_bytes if self._totals else 0
+
     def step(self) -> Snapshot:
         """Process the next batch and return the new estimate."""
         if self.done:
@@ -105,7 +127,7 @@ class ProgressiveQuery:
         start = time.perf_counter()
         if not self._ready:
             done = self.batches_done
-            self._ready = self.partials(self.order[done:done + next_chunk(done, self.batches, self.growth)])
+            self._ready = self.partials(self.order[done:done + self.next_query_batches])
         partials = self._ready.pop(0)
         if self._totals is None:
             self._totals = self._new_totals(partials)
@@ -210,7 +232,10 @@ class ProgressiveQuery:
 
     # -- checkpoint and resume ---------------------------------------------------------------
     def checkpoint(self, path) -> Path:
-        """Write the running state and batch cursor to folder ``path`` (replaced atomically)."""
+        """Write the running state and batch cursor to folder ``path`` (replaced atomically).
+
+        Batches computed but not yet delivered (:attr:`batches_ready`) are not written: a resumed query
+        computes them again. :class:`.suspension.SuspendableQuery` delivers them first."""
         path = Path(path)
         tmp = path.with_name(path.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)

@@ -70,6 +70,16 @@ class RunningTotals:
         self._sums = np.vstack([self._sums, np.zeros((n, len(self.totals)))])
         self._products = np.vstack([self._products, np.zeros((n, len(self.pairs)))])
 
+    @property
+    def groups(self) -> int:
+        return len(self._row)
+
+    @property
+    def state_bytes(self) -> int:
+        """About what :meth:`save` writes: the keys, the exact totals (as text, ~24 bytes each) and the float
+        sums and products of every group; O(groups), whatever the data's size."""
+        return self.groups * (16 * len(self.keys) + 24 * len(self.totals) + 8 * (len(self.totals) + len(self.pairs)))
+
     def _index(self) -> pd.Index:
         if self._group_index is None:
             columns = list(zip(*self._row)) or [() for _ in self.keys]

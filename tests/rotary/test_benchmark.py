@@ -41,3 +41,14 @@ def test_time_to_accuracy_and_workload_reports(tmp_path):
 def test_unknown_policy_is_refused(tmp_path):
     run = _bench("workload", "--policies", "fifo", "--out", str(tmp_path))
     assert run.returncode == 2 and "unknown policies ['fifo']" in run.stderr
+
+
+def test_suspend_report(tmp_path):
+    run = _bench("suspend", "--sfs", "0.01", "--queries", "6", "--batches", "4", "--parts", "2", "--executors", "1",
+                 "--data", str(tmp_path / "tpch"), "--out", str(tmp_path))
+    assert run.returncode == 0, run.stderr[-3000:]
+    [result] = tmp_path.glob("*.suspend.json")
+    [q6] = json.loads(result.read_text())["runs"].values()
+    assert q6["half_state"]["groups"] == 1 and q6["total_s"] > 0
+    assert all(q6[how]["same_answer"] for how in ("requested", "cancelled", "cost_model"))
+    assert "| Q6 | 0.01 |" in result.with_suffix(".md").read_text()
