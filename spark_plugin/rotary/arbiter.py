@@ -32,6 +32,7 @@ from pathlib import Path
 from ..pools import fair_pool, fair_scheduling
 from . import criteria as crit
 from .accuracy import Envelope, true_accuracy
+from .batches import prepare
 from .engine import ProgressiveQuery
 from .estimators import History, PastRun, ProgressEstimator, batch_input_bytes, features
 from .policies import JobView, Policy
@@ -124,6 +125,7 @@ class Arbiter:
     def _admit(self, spec: WorkloadJob) -> ActiveJob:
         job = ActiveJob(spec, crit.accuracy(spec.threshold, seconds=spec.deadline_s))
         job.envelope = Envelope(load(spec.query), self.window)
+        prepare(self.spark, self.data.data, self.batches, self.data.seed, layouts=(job.envelope.spec.layout,))
         job.memory = batch_input_bytes(job.envelope.spec, self.data)
         if self.policy.uses_memory and job.memory > self.memory:
             LOG.warning("%s (Q%s) needs an estimated %.0f MB, more than the whole memory budget of %.0f MB: "

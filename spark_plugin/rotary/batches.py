@@ -1,28 +1,31 @@
-"""The fact tables split into B random batches, stored once as Parquet partitioned by batch.
+"""Tables split into B random batches, stored once per layout as Parquet partitioned by batch.
 
-Online aggregation needs batches that are random samples and cheap to read one at a time. Rows go
-to batch ``pmod(xxhash64(order key, seed), B)``: ``lineitem`` by ``l_orderkey`` and ``orders`` by
-``o_orderkey``, so a batch holds whole orders with all their line items. Joins and correlated
-subqueries on the order key (Q4, Q18, Q21) are then exact within a batch, and a batch's share of a
-SUM is an unbiased sample of the total (cluster sampling). Reading batch b prunes to its own
-folder, so a step costs about 1/B of a scan: the role Kafka plays in the thesis.
+Online aggregation needs batches that are random samples and cheap to read one at a time. A layout
+(:data:`.queries.LAYOUTS`) names the tables it splits and the key of each: a row goes to batch
+``pmod(xxhash64(key, seed), B)``. The default ``orders`` layout splits ``lineitem`` by ``l_orderkey``
+and ``orders`` by ``o_orderkey``, so a batch holds whole orders with all their line items: joins and
+correlated subqueries on the order key (Q4, Q18, Q21) are then exact within a batch, and a batch's
+share of a SUM is an unbiased sample of the total (cluster sampling). The ``customer`` layout keeps a
+customer with its orders, ``supplier`` and ``part`` a supplier's or a part's line items. Reading batch
+b prunes to its own folder, so a step costs about 1/B of a scan: the role Kafka plays in the thesis.
 
-The batched copy lives next to the data (``<data>.batches<B>-seed<S>/``), is written into a
-temporary folder renamed into place, and is reused while its manifest matches.
+The batched copy lives next to the data (``<data>.batches<B>-seed<S>/<layout>/<table>``); each layout
+is written into a temporary folder renamed into place when a query first needs it, and reused while
+its manifest matches.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from .queries import BATCH_COLUMN, SAMPLED_TABLES
+from .queries import BATCH_COLUMN, LAYOUTS, TABLES
 
-ORDER_KEY = {"lineitem": "l_orderkey", "orders": "o_orderkey"}
+LOG = logging.getLogger(__name__)
 MANIFEST = "_ROTARY_BATCHES.json"
-DIMENSION_TABLES = ("customer", "nation", "part", "partsupp", "region", "supplier")
 
 
 class BatchDataError(ValueError):
@@ -31,19 +34,24 @@ class BatchDataError(ValueError):
 
 @dataclass(frozen=True)
 class BatchedData:
-    """A TPC-H data folder and its batched fact tables."""
+    """A TPC-H data folder and its batched copies (one per layout, made when first needed)."""
 
     data: Path
     folder: Path
     batches: int
     seed: int
 
-    def open(self, spark) -> dict:
-        """Every table as a DataFrame, read once (file listing is the slow part of a small step);
-        the dimension tables are registered as temp views of ``spark`` at the same time."""
-        frames = {t: read_parquet(spark, self.folder / t) for t in SAMPLED_TABLES}
-        for table in DIMENSION_TABLES:
-            read_parquet(spark, self.data / table).createOrReplaceTempView(table)
+    def layout_folder(self, layout: str) -> Path:
+        return self.folder / layout
+
+    def open(self, spark, layout: str = "orders") -> dict:
+        """The tables ``layout`` samples, as DataFrames read once (file listing is the slow part of a small
+        step); every other table is registered whole as a temp view of ``spark`` at the same time."""
+        sampled = LAYOUTS[layout]
+        frames = {t: read_parquet(spark, self.layout_folder(layout) / t) for t in sampled}
+        for table in TABLES:
+            if table not in sampled:
+                read_parquet(spark, self.data / table).createOrReplaceTempView(table)
         return frames
 
     @staticmethod
@@ -56,7 +64,7 @@ class BatchedData:
 
     def register_whole(self, spark) -> None:
         """Register every table whole (the exact query's view of the data)."""
-        for table in SAMPLED_TABLES + DIMENSION_TABLES:
+        for table in TABLES:
             spark.read.parquet(str(self.data / table)).createOrReplaceTempView(table)
 
 
@@ -72,33 +80,44 @@ def read_parquet(spark, folder: Path):
     return spark.read.schema(_SCHEMAS[key]).parquet(str(folder))
 
 
-def prepare(spark, data, batches: int = 20, seed: int = 0) -> BatchedData:
-    """The batched copy of TPC-H data folder ``data`` (one sub-folder of Parquet files per table)."""
+def prepare(spark, data, batches: int = 20, seed: int = 0, layouts=("orders",)) -> BatchedData:
+    """TPC-H data folder ``data`` (one sub-folder of Parquet files per table) with its batched copies in
+    ``layouts`` made (other layouts are made when a query first needs them)."""
     if not isinstance(batches, int) or batches < 2:
         raise ValueError(f"batches must be a whole number >= 2, not {batches!r}")
     data = Path(data)
-    missing = [t for t in SAMPLED_TABLES + DIMENSION_TABLES if not (data / t).is_dir()]
+    missing = [t for t in TABLES if not (data / t).is_dir()]
     if missing:
         raise BatchDataError(f"{data} lacks TPC-H table folder(s) {missing}; generate the data with "
                              "`python -m benchmarks.tpch` or tpchgen-cli --format parquet")
-    folder = data.with_name(f"{data.name}.batches{batches}-seed{seed}")
-    expected = {"batches": batches, "seed": seed, "data": str(data.resolve())}
+    batched = BatchedData(data, data.with_name(f"{data.name}.batches{batches}-seed{seed}"), batches, seed)
+    if (batched.folder / MANIFEST).exists():  # the layout of before layouts: orders only, at the top
+        shutil.rmtree(batched.folder)
+    for layout in layouts:
+        _ensure_layout(spark, batched, layout)
+    return batched
+
+
+def _ensure_layout(spark, batched: BatchedData, layout: str) -> None:
+    folder = batched.layout_folder(layout)
+    expected = {"batches": batched.batches, "seed": batched.seed, "data": str(batched.data.resolve()),
+                "keys": LAYOUTS[layout]}
     try:
         if json.loads((folder / MANIFEST).read_text()) == expected:
-            return BatchedData(data, folder, batches, seed)
+            return
     except (OSError, ValueError):
         pass
+    LOG.info("splitting %s into %d batches by %s", batched.data, batched.batches, layout)
     shutil.rmtree(folder, ignore_errors=True)
     tmp = folder.with_name(folder.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     from pyspark.sql import functions as F
 
-    for table in SAMPLED_TABLES:
-        key = ORDER_KEY[table]
-        (spark.read.parquet(str(data / table))
-         .withColumn(BATCH_COLUMN, F.pmod(F.xxhash64(F.col(key), F.lit(seed)), F.lit(batches)).cast("int"))
+    for table, key in LAYOUTS[layout].items():
+        batch = F.pmod(F.xxhash64(F.col(key).cast("bigint"), F.lit(batched.seed)), F.lit(batched.batches))
+        (spark.read.parquet(str(batched.data / table))
+         .withColumn(BATCH_COLUMN, batch.cast("int"))
          .repartition(BATCH_COLUMN)
          .write.partitionBy(BATCH_COLUMN).parquet(str(tmp / table)))
     (tmp / MANIFEST).write_text(json.dumps(expected))
     tmp.rename(folder)
-    return BatchedData(data, folder, batches, seed)

@@ -75,7 +75,7 @@ class ProgressiveQuery:
         self.spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
         self.query = query
         self.spec: QuerySpec = load(query)
-        self.data: BatchedData = prepare(spark, Path(data).expanduser(), batches, seed)
+        self.data: BatchedData = prepare(spark, Path(data).expanduser(), batches, seed, layouts=(self.spec.layout,))
         self.confidence = confidence
         self.order_seed = seed if order_seed is None else order_seed
         self.order = random.Random(self.order_seed).sample(range(batches), batches)
@@ -190,8 +190,9 @@ class ProgressiveQuery:
     def _rows(self, batch_ids) -> pd.DataFrame:
         """The spec's SQL result over batches ``batch_ids`` (one Spark query)."""
         if self._frames is None:
-            self._frames = self.data.open(self.spark)
+            self._frames = self.data.open(self.spark, self.spec.layout)
         if self.spec.statics and not self._statics:
+            self.data.show_batches(self._frames, range(self.batches))  # static views see whole tables
             self._cache_statics()
         self.data.show_batches(self._frames, batch_ids)
         rows = self.spark.sql(self.spec.sql).toPandas()  # through Arrow: a chunk can hold 10^5 groups
@@ -212,7 +213,8 @@ class ProgressiveQuery:
 
     def _split(self, rows: pd.DataFrame, batch_ids) -> list[pd.DataFrame]:
         """Each batch's rows of a result grouped by batch, without the batch column. A batch with no row
-        for a query without groups adds zeros (SUM over no rows returns NULL, which counts as zero)."""
+        for a query without groups adds what its aggregates give over no rows: 0 for integer columns
+        (COUNT), NULL for the others (SUM); a total NULL in every batch so far is NULL in the answer."""
         if not self.spec.by_batch:
             return [rows]
         if BATCH_COLUMN not in rows:
@@ -223,7 +225,8 @@ class ProgressiveQuery:
         for b in batch_ids:
             batch = by_batch.get(b, rows.iloc[0:0]).drop(columns=BATCH_COLUMN)
             if batch.empty and not self.spec.keys:
-                batch = pd.DataFrame([{c: 0 for c in batch.columns}], columns=batch.columns)
+                batch = pd.DataFrame([{c: 0 if pd.api.types.is_integer_dtype(t) else None
+                                       for c, t in batch.dtypes.items()}], columns=batch.columns)
             out.append(batch.reset_index(drop=True))
         return out
 

@@ -133,20 +133,18 @@ class ProgressEstimator:
 
 
 def batch_input_bytes(spec: QuerySpec, data) -> float:
-    """Bytes one batch of ``spec`` reads: the batched tables it names at 1/B, other tables whole.
+    """Bytes one batch of ``spec`` reads: the tables its layout samples at 1/B, the others whole.
 
     This is the size Spark's optimizer assigns a file relation (its files' bytes), per batch.
     """
-    from .batches import DIMENSION_TABLES
-    from .queries import SAMPLED_TABLES
+    from .queries import TABLES
 
-    words = set(_WORD.findall(spec.sql.lower()))
+    words = set(_WORD.findall(" ".join([spec.sql, *(sql for _, sql in spec.statics)]).lower()))
     total = 0.0
-    for table in SAMPLED_TABLES:
-        if table in words:
-            total += _folder_bytes(data.folder / table) / data.batches
-    for table in DIMENSION_TABLES:
-        if table in words:
+    for table in TABLES:
+        if table in words and table in spec.sampled_tables:
+            total += _folder_bytes(data.layout_folder(spec.layout) / table) / data.batches
+        elif table in words:
             total += _folder_bytes(data.data / table)
     return total
 

@@ -12,6 +12,8 @@ import ast
 import operator
 from decimal import Decimal
 
+import pandas as pd
+
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
 
 
@@ -51,7 +53,23 @@ class Expression:
             return Decimal(str(node.value)) if exact else float(node.value)
         if isinstance(node, ast.UnaryOp):
             return -self._eval(node.operand, columns, exact)
-        return _BINARY[type(node.op)](self._eval(node.left, columns, exact), self._eval(node.right, columns, exact))
+        left, right = self._eval(node.left, columns, exact), self._eval(node.right, columns, exact)
+        if exact and isinstance(node.op, ast.Div):
+            return _divide_exactly(left, right)
+        return _BINARY[type(node.op)](left, right)
 
     def __repr__(self):
         return f"Expression({self.text!r})"
+
+
+def _divide_exactly(left, right):
+    """``left / right`` on Decimals, NULL (None) where ``right`` is zero: the totals of a query without groups
+    over no rows (a NULL sum over a zero count, which SQL divides to NULL)."""
+    try:
+        return left / right
+    except (ArithmeticError, TypeError):
+        if not isinstance(left, pd.Series) and not isinstance(right, pd.Series):
+            return None
+        pairs = pd.DataFrame({"l": left, "r": right})
+        return pd.Series([None if r == 0 or r is None or l is None else l / r for l, r in zip(pairs.l, pairs.r)],
+                         index=pairs.index, dtype=object)

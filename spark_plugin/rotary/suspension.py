@@ -76,8 +76,11 @@ class SuspendableQuery:
         """Cancel the run's jobs until it reaches its boundary: a query may start another job (after a
         broadcast, say) between two cancellations."""
         sc = self.query.spark.sparkContext
+        tracker = sc.statusTracker()
         while not self._stopped.is_set():
-            sc.cancelJobGroup(self._group)
+            jobs = [tracker.getJobInfo(j) for j in tracker.getJobIdsForGroup(self._group)]
+            if any(job is not None and job.status == "RUNNING" for job in jobs):  # else Spark logs a warning
+                sc.cancelJobGroup(self._group)
             self._stopped.wait(0.05)
 
     def run(self, on_snapshot=None) -> Snapshot | Suspension:

@@ -44,6 +44,7 @@ class RunningTotals:
         self._exact = np.zeros((0, len(self.totals)), dtype=object)  # Decimal / int, as Spark returned them
         self._sums = np.zeros((0, len(self.totals)))
         self._products = np.zeros((0, len(self.pairs)))
+        self._seen = np.zeros((0, len(self.totals)), dtype=bool)  # whether a total has had a non-NULL partial
 
     def add(self, partials: pd.DataFrame) -> None:
         """Fold in one batch's per-group partials (key columns plus one column per total)."""
@@ -55,6 +56,7 @@ class RunningTotals:
         exact = _numbers([partials[c] for c in self.totals])
         floats = exact.astype(float)
         first, second = self._pair_columns
+        self._seen[rows] |= np.column_stack([partials[c].notna().to_numpy() for c in self.totals]).reshape(exact.shape)
         self._exact[rows] += exact
         self._sums[rows] += floats
         self._products[rows] += floats[:, first] * floats[:, second]
@@ -69,6 +71,7 @@ class RunningTotals:
         self._exact = np.vstack([self._exact, np.full((n, len(self.totals)), 0, dtype=object)])
         self._sums = np.vstack([self._sums, np.zeros((n, len(self.totals)))])
         self._products = np.vstack([self._products, np.zeros((n, len(self.pairs)))])
+        self._seen = np.vstack([self._seen, np.zeros((n, len(self.totals)), dtype=bool)])
 
     @property
     def groups(self) -> int:
@@ -113,6 +116,7 @@ class RunningTotals:
             cov = self._covariance(batches, sums)
         result = pd.DataFrame(index=exact.index)
         half = pd.DataFrame(index=exact.index)
+        seen = pd.DataFrame(self._seen, index=exact.index, columns=self.totals)
         for out in spec.outputs:
             if out.name in spec.keys:
                 continue
@@ -123,6 +127,10 @@ class RunningTotals:
                 result[out.name] = totals_exact[out.name]
                 var = None if exact_groups else cov[(out.name, out.name)]
             half[out.name] = 0.0 if exact_groups else z * np.sqrt(var)  # groups seen whole are exact
+            null = ~seen[list(out.expression.names) if out.derived else [out.name]].all(axis=1)
+            if null.any():  # SUM over no value is NULL, and so is arithmetic with it
+                result[out.name] = result[out.name].astype(object).where(~null, None)
+                half[out.name] = half[out.name].where(~null, np.nan)
         result = result.reset_index()
         half = half.reset_index()
         if ALL_ROWS_KEY in result:
@@ -167,8 +175,9 @@ class RunningTotals:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
+        seen = pd.DataFrame(self._seen, index=self._index(), columns=self.totals)
         frame = pd.concat([self.exact.add_prefix("exact."), self.sums.add_prefix("sum."),
-                           self.products.add_prefix("prod.")], axis=1).reset_index()
+                           self.products.add_prefix("prod."), seen.add_prefix("seen.")], axis=1).reset_index()
         pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path)
 
     def load(self, path: Path, batches_done: int) -> None:
@@ -180,6 +189,9 @@ class RunningTotals:
         self._exact = _numbers([frame[f"exact.{c}"] for c in self.totals])
         self._sums = frame[[f"sum.{c}" for c in self.totals]].to_numpy(dtype=float)
         self._products = frame[[f"prod.{_pair(a, b)}" for a, b in self.pairs]].to_numpy(dtype=float)
+        seen = [f"seen.{c}" for c in self.totals]
+        self._seen = (frame[seen].to_numpy(dtype=bool) if set(seen) <= set(frame)
+                      else np.ones((len(frame), len(self.totals)), dtype=bool))  # written before NULLs were kept
         self.batches_done = batches_done
 
 
@@ -190,7 +202,7 @@ def _numbers(columns: list[pd.Series]) -> np.ndarray:
 
 
 def _number(value):
-    """A partial total as a Python number (NULL, from SUM over no rows, is zero; numpy scalars unwrapped)."""
+    """A partial total as a Python number (NULL, from SUM over no rows, adds zero; numpy scalars unwrapped)."""
     if value is None or value != value:
         return 0
     return value.item() if isinstance(value, np.generic) else value
