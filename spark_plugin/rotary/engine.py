@@ -132,6 +132,7 @@ class ProgressiveQuery:
         if self._totals is None:
             self._totals = self._new_totals(partials)
         self._totals.add(partials)
+        self._totals.keep_top(self.spec)
         if self.done:
             self.close()
         self.elapsed_s += time.perf_counter() - start

@@ -73,6 +73,23 @@ class RunningTotals:
         self._products = np.vstack([self._products, np.zeros((n, len(self.pairs)))])
         self._seen = np.vstack([self._seen, np.zeros((n, len(self.totals)), dtype=bool)])
 
+    def keep_top(self, spec: QuerySpec) -> None:
+        """Drop the groups outside the answer of a spec whose groups never span batches and whose answer
+        is limited (``@groups: exact`` with ``@limit``): a group complete when seen keeps its rank against
+        every later one, so the answer is unchanged and the state stays O(limit) instead of O(groups)."""
+        if not (spec.exact_groups and spec.limit and spec.order) or self.groups <= spec.limit:
+            return
+        if not set(self.keys) <= set(spec.columns):
+            return  # the answer does not show every key: its rows cannot be traced back to groups
+        top, _ = self.estimate(spec, max(1, self.batches_done), 0.95)
+        kept = sorted(self._row[g] for g in zip(*(top[k] for k in self.keys)))
+        keep = set(kept)
+        groups = [g for g, row in sorted(self._row.items(), key=lambda item: item[1]) if row in keep]
+        self._row = {g: i for i, g in enumerate(groups)}
+        self._exact, self._sums = self._exact[kept], self._sums[kept]
+        self._products, self._seen = self._products[kept], self._seen[kept]
+        self._group_index = None
+
     @property
     def groups(self) -> int:
         return len(self._row)

@@ -154,3 +154,21 @@ def test_a_sum_over_no_value_is_null_until_a_batch_has_one_and_a_count_is_zero(t
     reloaded.add(pd.DataFrame({"revenue": [Decimal("6.00")], "n": [3]}))
     result, _ = reloaded.estimate(spec, batches=4, confidence=0.95)
     assert [float(v) for v in result.iloc[0]] == pytest.approx([8.0, 4.0, 2.0])  # scaled by 4/3 batches
+
+
+def test_exact_groups_of_a_limited_answer_keep_only_the_top(tmp_path):
+    from spark_plugin.rotary.totals import RunningTotals
+
+    spec = parse("-- @keys: o\n-- @output: o, v\n-- @order: v desc, o\n-- @limit: 2\n-- @groups: exact\n"
+                 "select o, sum(x) as v from t group by o")
+    pruned, whole = RunningTotals(["o"], ["v"]), RunningTotals(["o"], ["v"])
+    batches = [pd.DataFrame({"o": [1, 2, 3], "v": [Decimal(5), Decimal(9), Decimal(1)]}),
+               pd.DataFrame({"o": [4, 5], "v": [Decimal(7), Decimal(9)]}),
+               pd.DataFrame({"o": [6], "v": [Decimal(2)]})]
+    for batch in batches:
+        pruned.add(batch)
+        pruned.keep_top(spec)
+        whole.add(batch)
+        pd.testing.assert_frame_equal(pruned.estimate(spec, 3, 0.95)[0], whole.estimate(spec, 3, 0.95)[0])
+        assert pruned.groups <= 2
+    assert pruned.estimate(spec, 3, 0.95)[0]["o"].tolist() == [2, 5]
