@@ -167,6 +167,22 @@ def summarize_tasks(tasks: pa.Table) -> dict:
     return out
 
 
+def max_concurrent_tasks(tasks: pa.Table, settle_ms: int = 0) -> int:
+    """The most tasks of ``tasks`` running at the same time, from their ``launchTime`` and ``finishTime``.
+
+    The driver stamps ``finishTime`` when it has fetched the task's result, a few milliseconds after
+    the executor's status update freed the slot (when the scheduler may launch the next task there):
+    ``settle_ms`` ends each task that much earlier, so that lag does not count as two tasks at once.
+    """
+    events = sorted([(t, 1) for t in tasks["launchTime"].to_pylist()]
+                    + [(t - settle_ms, -1) for t in tasks["finishTime"].to_pylist()])
+    running = peak = 0
+    for _, step in events:
+        running += step
+        peak = max(peak, running)
+    return peak
+
+
 def read_telemetry(path, *, skip_corrupt: bool = False) -> dict[str, pa.Table]:
     """Read a telemetry file written under ``spark.sparkrm.telemetry.dir``.
 

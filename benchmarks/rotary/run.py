@@ -95,6 +95,7 @@ def _first_time(points, level: float, exact_s: float) -> dict:
 
 
 def workload(args) -> Path:
+    import spark_plugin
     from spark_plugin import rotary
     from spark_plugin.rotary import policies
     from spark_plugin.rotary import workload as wl
@@ -119,6 +120,7 @@ def workload(args) -> Path:
             alone[q] = [(snap.elapsed_s, envelope.add(snap.result)) for snap in job]
             history.add(PastRun(features(job.spec, args.batches), [list(p) for p in alone[q]]))
         memory = args.memory_mb * 1e6 if args.memory_mb else None
+        telemetry = spark_plugin.telemetry(spark)
         for i, (seed, jobs) in enumerate(workloads.items()):
             runs[seed] = {}
             for position, name in enumerate(args.policies if i % 2 == 0 else args.policies[::-1]):  # alternated
@@ -130,6 +132,7 @@ def workload(args) -> Path:
                                       progress=lambda e, n=f"seed {seed} {name}": print(
                                           f"[{n}] t={e['time_s']:.0f}s active={e['active']} pending={e['pending']} "
                                           f"done={e['done']}", file=sys.stderr))
+                    mark = telemetry.mark()
                     start = time.perf_counter()
                     records = arbiter.run(jobs)
                     wall = time.perf_counter() - start
@@ -137,7 +140,8 @@ def workload(args) -> Path:
                     r["isolated_s"] = alone_time(alone[r["query"]], r["threshold"])
                     r["waiting_vs_alone_s"] = max(0.0, r["turnaround_s"] - r["isolated_s"])
                 runs[seed][name] = {"records": records, "wall_s": wall, "overhead_s": arbiter.overhead_s,
-                                    "peak_memory_bytes": arbiter.peak_memory, "position": position}
+                                    "peak_memory_bytes": arbiter.peak_memory, "position": position,
+                                    "epochs_over_grant": _epochs_over_grant(telemetry, mark)}
     finally:
         spark.stop()
     meta = run_metadata({"sf": args.sf, "parts": args.parts, "batches": args.batches, "jobs": args.jobs or
@@ -152,6 +156,25 @@ def workload(args) -> Path:
     path = write_json(result_path("rotary", name, meta, args.out), payload)
     print(write_workload_report(path))
     return path
+
+
+def _epochs_over_grant(telemetry, since: int) -> list:
+    """The job epochs (job groups ``rotary-<job>-<epoch>-c<cores>``) that ran more tasks at once than their
+    cores, from the task records (see :func:`spark_plugin.telemetry_reader.max_concurrent_tasks`)."""
+    import pyarrow.compute as pc
+
+    from spark_plugin.telemetry_reader import max_concurrent_tasks
+
+    telemetry.sync()
+    tasks = telemetry.records(since=since)["task"]
+    over = []
+    for group in pc.unique(tasks["jobGroup"]).to_pylist():
+        if group and group.startswith("rotary-"):
+            cores = int(group.rsplit("-c", 1)[1])
+            peak = max_concurrent_tasks(tasks.filter(pc.equal(tasks["jobGroup"], group)), settle_ms=50)
+            if peak > cores:
+                over.append({"group": group, "cores": cores, "peak": peak})
+    return over
 
 
 def main(argv=None) -> int:

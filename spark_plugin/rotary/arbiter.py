@@ -6,11 +6,12 @@ cores (and resume those that got some back), then run every granted job for one 
 thread. After each batch a job's envelope estimate is checked against its criterion; attained and
 unattained jobs leave.
 
-Cores are enforced per job and epoch in two ways: the job's queries run with
-``spark.sql.shuffle.partitions = cores`` (its own SQL session), and, under
-``spark.scheduler.mode=FAIR``, in a scheduler pool created at run time with ``minShare`` and
-``weight`` equal to its cores, so contending jobs share the executors in those proportions. Scan
-stages of whole dimension tables may still take one task per file.
+Cores are enforced per job and epoch: the job's queries run with ``spark.sql.shuffle.partitions`` and
+``spark.sql.files.maxPartitionNum`` equal to its cores (its own SQL session), so no stage is wider than
+its grant, and, under ``spark.scheduler.mode=FAIR``, in a capped scheduler pool created at run time
+(:func:`..pools.fair_pool`: ``minShare`` and ``weight`` equal to its cores, and a stage offered only when
+all its tasks not yet started fit beside those running), so the job never runs more tasks at once than
+its cores (checked from telemetry in the arbiter's tests and benchmark).
 
 Memory (Algorithm 4): each job's estimated memory (:func:`.estimators.batch_input_bytes`) must fit the
 budget ``memory`` with the jobs already granted, for policies that weigh memory; a job that does not fit
@@ -78,6 +79,7 @@ class Arbiter:
         self.history = history
         self.progress = progress or (lambda event: None)
         self.fair = fair_scheduling(spark.sparkContext)
+        _quiet_scan_rescaling(spark.sparkContext)
         if not self.fair:
             LOG.warning("spark.scheduler.mode is not FAIR: cores are enforced by per-job parallelism only")
         self.overhead_s = 0.0
@@ -180,10 +182,12 @@ class Arbiter:
                                                growth=1))  # a batch per Spark query: epochs stay short
         session = job.query.spark
         session.conf.set("spark.sql.shuffle.partitions", str(job.cores))
+        session.conf.set("spark.sql.files.maxPartitionNum", str(job.cores))  # scans as wide as the grant too
         sc = session.sparkContext
         sc.setJobGroup(f"rotary-{job.spec.job_id}-{job.epochs}-c{job.cores}", f"{job.spec.job_id} epoch {job.epochs}")
         if self.fair:
-            sc.setLocalProperty("spark.scheduler.pool", fair_pool(sc, f"rotary-{job.spec.job_id}", job.cores))
+            sc.setLocalProperty("spark.scheduler.pool", fair_pool(sc, f"rotary-{job.spec.job_id}", job.cores,
+                                                                     cap=True))
         epoch_end = time.perf_counter() + self.epoch_s
         before = job.estimate
         while not job.query.done:
@@ -232,3 +236,11 @@ class Arbiter:
                 "batches_done": job.batches_done, "estimate": job.estimate, "true_accuracy": float(truth),
                 "false_attainment": bool(status == crit.ATTAINED and truth < s.threshold),
                 "checkpoints": job.checkpoints, "memory_bytes": job.memory, "memory_waits": job.memory_waits}
+
+
+def _quiet_scan_rescaling(sc) -> None:
+    """Spark warns on every scan it narrows to ``spark.sql.files.maxPartitionNum``, which the arbiter sets
+    on purpose for every epoch: keep that one logger to errors."""
+    log4j = sc._jvm.org.apache.logging.log4j
+    log4j.core.config.Configurator.setLevel("org.apache.spark.sql.execution.datasources.FilePartition",
+                                            log4j.Level.ERROR)

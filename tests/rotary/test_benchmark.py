@@ -33,7 +33,7 @@ def test_time_to_accuracy_and_workload_reports(tmp_path):
     assert list(runs) == ["0", "1"]
     assert [runs[seed]["rotary"]["position"] for seed in runs] == [0, 1]  # the order alternates
     assert all(len(r["records"]) == 2 and r["wall_s"] > 0 and r["peak_memory_bytes"] <= 100e6
-               for by_policy in runs.values() for r in by_policy.values())
+               and r["epochs_over_grant"] == [] for by_policy in runs.values() for r in by_policy.values())
     report = result.with_suffix(".md").read_text()
     assert "| rotary |" in report and "memory budget 100 MB" in report
 

@@ -14,6 +14,7 @@ from sklearn.datasets import make_blobs, make_classification, make_regression
 from sklearn.svm import LinearSVC
 
 import spark_plugin
+from spark_plugin.telemetry_reader import max_concurrent_tasks
 from spark_plugin.slaq.scheduler import SlaqScheduler
 from spark_plugin.slaq.trainers import (KMeansLloyd, LinearRegressionLBFGS, LinearSVMGD, LogisticRegressionGD,
                                         TrainingData)
@@ -124,16 +125,7 @@ def test_three_jobs_share_two_cores_and_each_iteration_stays_within_its_grant(sp
         granted = int(group.rsplit("-c", 1)[1])
         mine = tasks.filter(pc.equal(tasks["jobGroup"], group))
         assert len(mine) <= granted, f"{group}: more tasks than granted cores"
-        assert _max_concurrent(mine["launchTime"].to_pylist(), mine["finishTime"].to_pylist()) <= granted
-
-
-def _max_concurrent(starts, ends) -> int:
-    events = sorted([(s, 1) for s in starts] + [(e, -1) for e in ends])
-    running = peak = 0
-    for _, step in events:
-        running += step
-        peak = max(peak, running)
-    return peak
+        assert max_concurrent_tasks(mine) <= granted
 
 
 def test_slaq_favours_the_job_with_more_to_gain_and_fair_rotates_so_none_starves(spark):
