@@ -85,6 +85,7 @@ class ProgressiveQuery:
         self._frames: dict | None = None  # the tables, read once
         self._ready: list[pd.DataFrame] = []  # partials of the next batches, computed by the last chunk
         self._statics: list = []  # this query's cached static views, while it holds them
+        self._attributes: pd.DataFrame | None = None  # the spec's @attributes by key, read once
 
     @property
     def batches(self) -> int:
@@ -160,7 +161,8 @@ class ProgressiveQuery:
         if not self._totals or self.batches_done == 0:
             raise RuntimeError(f"{self.spec.name}: no batch processed yet")
         result, ci = self._totals.estimate(self.spec, self.batches, self.confidence)
-        return Snapshot(self.batches_done, self.batches, self.elapsed_s, result, ci, self.confidence)
+        return Snapshot(self.batches_done, self.batches, self.elapsed_s, self._with_attributes(result), ci,
+                        self.confidence)
 
     def __iter__(self):
         while not self.done:
@@ -186,19 +188,32 @@ class ProgressiveQuery:
         totals = self._new_totals(batches[0])
         for batch in batches:
             totals.add(batch)
-        return totals.estimate(self.spec, len(batches), self.confidence)[0]  # all batches in: scale 1
+        return self._with_attributes(totals.estimate(self.spec, len(batches), self.confidence)[0])  # scale 1
 
     def _rows(self, batch_ids) -> pd.DataFrame:
         """The spec's SQL result over batches ``batch_ids`` (one Spark query)."""
         if self._frames is None:
             self._frames = self.data.open(self.spark, self.spec.layout)
-        if self.spec.statics and not self._statics:
-            self.data.show_batches(self._frames, range(self.batches))  # static views see whole tables
-            self._cache_statics()
+        if (self.spec.statics and not self._statics) or (self.spec.attributes and self._attributes is None):
+            self.data.show_batches(self._frames, range(self.batches))  # they see whole tables
+            if self.spec.statics and not self._statics:
+                self._cache_statics()
+            if self.spec.attributes and self._attributes is None:
+                self._attributes = _pandas(self.spark.sql(self.spec.attributes_sql)).set_index(list(self.spec.keys))
         self.data.show_batches(self._frames, batch_ids)
-        rows = self.spark.sql(self.spec.sql).toPandas()  # through Arrow: a chunk can hold 10^5 groups
-        strings = [c for c, t in rows.dtypes.items() if isinstance(t, pd.StringDtype)]
-        return rows.astype({c: object for c in strings}) if strings else rows
+        return _pandas(self.spark.sql(self.spec.sql))  # through Arrow: a chunk can hold 10^5 groups
+
+    def _with_attributes(self, result: pd.DataFrame) -> pd.DataFrame:
+        """``result`` with the spec's ``@attributes`` looked up by key, in the spec's column order."""
+        if not self.spec.attributes:
+            return result
+        keys = list(self.spec.keys)
+        index = pd.MultiIndex.from_frame(result[keys]) if len(keys) > 1 else pd.Index(result[keys[0]])
+        found = self._attributes.reindex(index)
+        missing = [c for c in self.spec.attributes if c not in found]
+        if missing:
+            raise QuerySpecError(f"{self.spec.name}: @attributes {missing} are not columns of @attributes-from")
+        return result.assign(**{c: found[c].to_numpy() for c in self.spec.attributes})[self.spec.columns]
 
     def _cache_statics(self) -> None:
         """Register the spec's static views, cached: the first query that reads one computes it once."""
@@ -274,6 +289,13 @@ class ProgressiveQuery:
             job._totals = RunningTotals(job.spec.keys, state["totals"])
             job._totals.load(path / TOTALS_FILE, state["batches_done"])
         return job
+
+
+def _pandas(frame) -> pd.DataFrame:
+    """A Spark DataFrame collected through Arrow, strings as plain Python objects (as the totals keep keys)."""
+    rows = frame.toPandas()
+    strings = [c for c, t in rows.dtypes.items() if isinstance(t, pd.StringDtype)]
+    return rows.astype({c: object for c in strings}) if strings else rows
 
 
 def next_chunk(done: int, batches: int, growth: float) -> int:

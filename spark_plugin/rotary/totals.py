@@ -135,7 +135,7 @@ class RunningTotals:
         half = pd.DataFrame(index=exact.index)
         seen = pd.DataFrame(self._seen, index=exact.index, columns=self.totals)
         for out in spec.outputs:
-            if out.name in spec.keys:
+            if out.name in spec.keys or out.name in spec.attributes:
                 continue
             if out.derived:
                 result[out.name] = out.expression.evaluate(totals_exact, exact=True)
@@ -152,7 +152,7 @@ class RunningTotals:
         half = half.reset_index()
         if ALL_ROWS_KEY in result:
             result, half = result.drop(columns=ALL_ROWS_KEY), half.drop(columns=ALL_ROWS_KEY)
-        result = result[spec.columns]
+        result = result[[c for c in spec.columns if c not in spec.attributes]]  # attributes: the caller's
         if spec.order:
             by = [c for c, _ in spec.order]
             rank = result[by].apply(lambda s: s.map(_sortable))

@@ -37,6 +37,8 @@ def test_directives_continue_over_indented_comment_lines():
     ("-- @output: a\n-- @limit: ten\nselect 1", "@limit must be a whole number"),
     ("-- @output: a\n-- @groups: some\nselect 1", "@groups is 'scaled'"),
     ("-- @output: a\n-- @batch-by: nation\nselect 1", "@batch-by is one of orders, customer, supplier, part"),
+    ("-- @keys: k\n-- @output: k, a\n-- @attributes: a\nselect 1", "@attributes and @attributes-from go together"),
+    ("-- @output: a, b\n-- @attributes: b\n-- @attributes-from: select 1\nselect 1", "a query with @keys"),
     ("-- @output: a = __import__('os').getcwd()\nselect 1", "only column names, numbers"),
     ("-- @output: 2a = b\nselect 1", "must be `name` or `name = expression`"),
 ])
