@@ -99,8 +99,8 @@ def _requested(spark, query, path, after_s: float, cancel: bool, final) -> dict:
     ended = time.perf_counter()
     timer.cancel()
     result = _finish(spark, outcome, final)
-    if not result["suspended"] and run._requested_at is not None:  # asked for during the last Spark query
-        result["lag_s"] = ended - run._requested_at  # the time to its end
+    if not result["suspended"] and run.requested_at is not None:  # asked for during the last Spark query
+        result["lag_s"] = ended - run.requested_at  # the time to its end
     return result
 
 

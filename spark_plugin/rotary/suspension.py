@@ -60,7 +60,12 @@ class SuspendableQuery:
         self._discarded_s = 0.0
         self._stopped = threading.Event()
         self._lock = threading.Lock()
-        self._group = f"rotary-suspendable-{id(self)}"
+        self.job_group = f"rotary-suspendable-{id(self)}"  # the Spark job group its queries run in
+
+    @property
+    def requested_at(self) -> float | None:
+        """When a suspension was asked for (``time.perf_counter()``), if it was."""
+        return self._requested_at
 
     def request_suspend(self, cancel_running: bool = False) -> None:
         """Ask the query to stop at its next step boundary, or with ``cancel_running`` at once, giving
@@ -78,15 +83,15 @@ class SuspendableQuery:
         sc = self.query.spark.sparkContext
         tracker = sc.statusTracker()
         while not self._stopped.is_set():
-            jobs = [tracker.getJobInfo(j) for j in tracker.getJobIdsForGroup(self._group)]
+            jobs = [tracker.getJobInfo(j) for j in tracker.getJobIdsForGroup(self.job_group)]
             if any(job is not None and job.status == "RUNNING" for job in jobs):  # else Spark logs a warning
-                sc.cancelJobGroup(self._group)
+                sc.cancelJobGroup(self.job_group)
             self._stopped.wait(0.05)
 
     def run(self, on_snapshot=None) -> Snapshot | Suspension:
         sc = self.query.spark.sparkContext
         previous_group = sc.getLocalProperty("spark.jobGroup.id")
-        sc.setJobGroup(self._group, f"{self.query.spec.name}, suspendable")
+        sc.setJobGroup(self.job_group, f"{self.query.spec.name}, suspendable")
         try:
             return self._run(on_snapshot)
         finally:

@@ -105,7 +105,7 @@ def test_a_suspension_asked_for_at_once_cancels_the_spark_query_in_flight(spark,
     tracker = spark.sparkContext.statusTracker()
 
     def cancel_once_a_job_runs():
-        while not any(tracker.getJobInfo(j).status == "RUNNING" for j in tracker.getJobIdsForGroup(run._group)
+        while not any(tracker.getJobInfo(j).status == "RUNNING" for j in tracker.getJobIdsForGroup(run.job_group)
                       if tracker.getJobInfo(j)):
             time.sleep(0.01)
         run.request_suspend(cancel_running=True)
