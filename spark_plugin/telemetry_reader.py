@@ -167,15 +167,17 @@ def summarize_tasks(tasks: pa.Table) -> dict:
     return out
 
 
-def max_concurrent_tasks(tasks: pa.Table, settle_ms: int = 0) -> int:
+def max_concurrent_tasks(tasks: pa.Table, on_executor: bool = False) -> int:
     """The most tasks of ``tasks`` running at the same time, from their ``launchTime`` and ``finishTime``.
 
-    The driver stamps ``finishTime`` when it has fetched the task's result, a few milliseconds after
-    the executor's status update freed the slot (when the scheduler may launch the next task there):
-    ``settle_ms`` ends each task that much earlier, so that lag does not count as two tasks at once.
+    The driver stamps ``finishTime`` once it has fetched a task's result, which can be well after the
+    executor's status update freed the slot and the scheduler launched the next task there (tens of
+    milliseconds on a busy driver). With ``on_executor``, a task ends instead at ``launchTime`` plus its
+    time on the executor (deserialization and run): what a cap on running tasks is about.
     """
-    events = sorted([(t, 1) for t in tasks["launchTime"].to_pylist()]
-                    + [(t - settle_ms, -1) for t in tasks["finishTime"].to_pylist()])
+    ends = (pc.add(pc.add(tasks["launchTime"], tasks["deserializeTimeMs"]), tasks["runTimeMs"]) if on_executor
+            else tasks["finishTime"])
+    events = sorted([(t, 1) for t in tasks["launchTime"].to_pylist()] + [(t, -1) for t in ends.to_pylist()])
     running = peak = 0
     for _, step in events:
         running += step

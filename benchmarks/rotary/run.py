@@ -171,7 +171,7 @@ def _epochs_over_grant(telemetry, since: int) -> list:
     for group in pc.unique(tasks["jobGroup"]).to_pylist():
         if group and group.startswith("rotary-"):
             cores = int(group.rsplit("-c", 1)[1])
-            peak = max_concurrent_tasks(tasks.filter(pc.equal(tasks["jobGroup"], group)), settle_ms=50)
+            peak = max_concurrent_tasks(tasks.filter(pc.equal(tasks["jobGroup"], group)), on_executor=True)
             if peak > cores:
                 over.append({"group": group, "cores": cores, "peak": peak})
     return over
