@@ -194,12 +194,14 @@ class ProgressiveQuery:
         """The spec's SQL result over batches ``batch_ids`` (one Spark query)."""
         if self._frames is None:
             self._frames = self.data.open(self.spark, self.spec.layout)
-        if (self.spec.statics and not self._statics) or (self.spec.attributes and self._attributes is None):
+        needs_statics = self.spec.statics and not self._statics
+        needs_attributes = self.spec.attributes and self._attributes is None
+        if needs_statics or needs_attributes:
             self.data.show_batches(self._frames, range(self.batches))  # they see whole tables
-            if self.spec.statics and not self._statics:
+            if needs_statics:
                 self._cache_statics()
-            if self.spec.attributes and self._attributes is None:
-                self._attributes = _pandas(self.spark.sql(self.spec.attributes_sql)).set_index(list(self.spec.keys))
+            if needs_attributes:
+                self._attributes = self._read_attributes()
         self.data.show_batches(self._frames, batch_ids)
         return _pandas(self.spark.sql(self.spec.sql))  # through Arrow: a chunk can hold 10^5 groups
 
@@ -210,10 +212,15 @@ class ProgressiveQuery:
         keys = list(self.spec.keys)
         index = pd.MultiIndex.from_frame(result[keys]) if len(keys) > 1 else pd.Index(result[keys[0]])
         found = self._attributes.reindex(index)
-        missing = [c for c in self.spec.attributes if c not in found]
-        if missing:
-            raise QuerySpecError(f"{self.spec.name}: @attributes {missing} are not columns of @attributes-from")
         return result.assign(**{c: found[c].to_numpy() for c in self.spec.attributes})[self.spec.columns]
+
+    def _read_attributes(self) -> pd.DataFrame:
+        """The ``@attributes-from`` result indexed by the keys (read once, over whole tables)."""
+        table = _pandas(self.spark.sql(self.spec.attributes_sql))
+        missing = [c for c in (*self.spec.keys, *self.spec.attributes) if c not in table]
+        if missing:
+            raise QuerySpecError(f"{self.spec.name}: {missing} are not columns of its @attributes-from result")
+        return table.set_index(list(self.spec.keys))
 
     def _cache_statics(self) -> None:
         """Register the spec's static views, cached: the first query that reads one computes it once."""

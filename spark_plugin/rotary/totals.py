@@ -83,9 +83,8 @@ class RunningTotals:
             return  # the answer does not show every key: its rows cannot be traced back to groups
         top, _ = self.estimate(spec, max(1, self.batches_done), 0.95)
         kept = sorted(self._row[g] for g in zip(*(top[k] for k in self.keys)))
-        keep = set(kept)
-        groups = [g for g, row in sorted(self._row.items(), key=lambda item: item[1]) if row in keep]
-        self._row = {g: i for i, g in enumerate(groups)}
+        by_row = list(self._row)  # the dict's order is its rows' order
+        self._row = {by_row[row]: i for i, row in enumerate(kept)}
         self._exact, self._sums = self._exact[kept], self._sums[kept]
         self._products, self._seen = self._products[kept], self._seen[kept]
         self._group_index = None

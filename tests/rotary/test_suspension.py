@@ -56,8 +56,8 @@ def test_a_requested_suspension_stops_at_the_next_boundary_and_resumes_on_other_
     assert 0 < outcome.write_s <= outcome.lag_s
     assert outcome.state_bytes == sum(f.stat().st_size for f in outcome.path.iterdir())
     assert outcome.groups == run.query.groups > 0
-    resumed = subprocess.run([sys.executable, "-c", RESUME_ELSEWHERE, str(outcome.path), str(tmp_path / "final.parquet")],
-                             capture_output=True, text=True, timeout=300)
+    resumed = subprocess.run([sys.executable, "-c", RESUME_ELSEWHERE, str(outcome.path),
+                              str(tmp_path / "final.parquet")], capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "final.parquet"), exact.astype(str).reset_index(drop=True))
 
