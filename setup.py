@@ -21,6 +21,9 @@ HERE = Path(__file__).resolve().parent
 PYSPARK = "pyspark>=4.1.1,<4.2"
 #: The benchmark harnesses: TPC-H data generator, DuckDB oracle, report plots.
 BENCH = ["tpchgen-cli>=2", "duckdb>=1.1", "matplotlib>=3.7"]
+#: Peers the benchmarks compare with, not needed by the tests: Keras Tuner (with the TensorFlow backend it
+#: imports tensorboard in every trial, which TensorFlow no longer brings).
+PEERS = ["keras-tuner>=1.4", "tensorboard"]
 #: Repack (tf_packing): only its users need TensorFlow; the Spark plugins do not.
 TF = ["tensorflow>=2.16"]
 #: The tests run TensorFlow on the CPU: its CPU-only build is a third of the download where it exists.
@@ -80,7 +83,7 @@ setup(
     setup_requires=[PYSPARK],
     install_requires=[PYSPARK, "py4j", "pyarrow>=14", "pandas>=2.2", "numpy", "scikit-learn>=1.4", "scipy",
                       "tqdm", "rich"],
-    extras_require={"tf": TF, "bench": BENCH, "all": TF + BENCH,
+    extras_require={"tf": TF, "bench": BENCH, "peers": PEERS, "all": TF + BENCH + PEERS,
                     "test": TF_TESTS + BENCH + ["pytest>=8", "pytest-spark>=0.6", "pytest-xdist>=3.5", "hypothesis"]},
     entry_points={"console_scripts": ["sparkrm=spark_plugin.__main__:main"]},
     cmdclass={"build_py": BuildPyWithJar},

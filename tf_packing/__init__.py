@@ -4,10 +4,11 @@
 shared input stream with one fused step, each with its own loss, optimizer,
 learning rate and batch size (pad/slice), while keeping exactly the weights and
 loss curve each would have alone. ``Tuner`` runs Hyperband with its trials
-packed into memory-feasible groups.
+packed into memory-feasible groups, with Keras Tuner's API (``build_fn(hp)``,
+``HyperParameters``, ``Objective``) and HyperDrive's early termination.
 
-The policy modules (batching, hyperband, packing_policy, memory, early_kill)
-import no TensorFlow; names backed by TensorFlow are imported on first use, so
+The policy modules (batching, hyperband, hyperparameters, objective,
+packing_policy, memory, early_kill, hyperdrive) import no TensorFlow; names backed by TensorFlow are imported on first use, so
 ``import tf_packing`` alone stays cheap.
 """
 
@@ -16,16 +17,18 @@ import importlib
 from .batching import BatchPlanner, StepPlan, steps_per_epoch
 from .early_kill import KillRule
 from .hyperband import HyperbandOracle, Trial, bracket_rungs
+from .hyperparameters import HyperParameters
 from .memory import estimate_bytes
+from .objective import Objective
 from .packing_policy import index_distance, pack_opt
 
 _LAZY = {"MemberCheckpoint": "checkpoint", "free": "checkpoint", "load": "checkpoint",
          "Member": "packed", "PackedModel": "packed", "pack": "packed",
-         "Tuner": "tuner", "PackProfile": "profiler", "profile": "profiler",
+         "Tuner": "tuner", "HyperDrive": "hyperdrive", "PackProfile": "profiler", "profile": "profiler",
          "load_cifar10": "data", "load_digits": "data", "load_mnist": "data", "make_classification": "data"}
 
-__all__ = sorted(["BatchPlanner", "HyperbandOracle", "KillRule", "StepPlan", "Trial", "bracket_rungs",
-                  "estimate_bytes", "index_distance", "pack_opt", "steps_per_epoch", *_LAZY])
+__all__ = sorted(["BatchPlanner", "HyperParameters", "HyperbandOracle", "KillRule", "Objective", "StepPlan",
+                  "Trial", "bracket_rungs", "estimate_bytes", "index_distance", "pack_opt", "steps_per_epoch", *_LAZY])
 
 
 def __getattr__(name):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["MemberCheckpoint", "free", "load"]
+__all__ = ["MemberCheckpoint", "free", "load", "read", "save"]
 
 log = logging.getLogger(__name__)
 
@@ -137,3 +137,29 @@ def free(model, device: str | None = None, *, epochs_done: int = 0, losses=()) -
                             [np.array(v.numpy()) for v in optimizer.variables], epochs_done, list(losses))
     log.debug("freed %s (%d bytes) from %s", model.name, ckpt.nbytes, device or "default device")
     return ckpt
+
+
+def save(checkpoint: MemberCheckpoint, path) -> None:
+    """Write ``checkpoint`` to ``path`` (``.npz``), atomically: a crash leaves the old file or the new one."""
+    import json
+    import os
+
+    path = os.fspath(path)
+    arrays = {f"w{i}": w for i, w in enumerate(checkpoint.weights)}
+    arrays.update({f"o{i}": v for i, v in enumerate(checkpoint.optimizer_variables)})
+    meta = {"weights": len(checkpoint.weights), "optimizer_variables": len(checkpoint.optimizer_variables),
+            "epochs_done": checkpoint.epochs_done, "losses": [float(v) for v in checkpoint.losses]}
+    tmp = f"{path}.tmp.npz"
+    np.savez(tmp, meta=np.array(json.dumps(meta)), **arrays)
+    os.replace(tmp, path)
+
+
+def read(path) -> MemberCheckpoint:
+    """The checkpoint :func:`save` wrote to ``path``."""
+    import json
+
+    with np.load(path) as npz:
+        meta = json.loads(str(npz["meta"]))
+        return MemberCheckpoint([npz[f"w{i}"] for i in range(meta["weights"])],
+                                [npz[f"o{i}"] for i in range(meta["optimizer_variables"])], meta["epochs_done"],
+                                meta["losses"])

@@ -46,8 +46,12 @@ class KillRule:
         if self.mode not in ("max", "min"):
             raise ValueError(f"mode must be 'max' or 'min'. Got {self.mode!r}.")
 
-    def should_kill(self, curve) -> bool:
-        """Whether a trial with per-epoch scores ``curve`` should stop now."""
+    def should_kill(self, curve, *, epochs_left=None, best=None) -> bool:
+        """Whether a trial with per-epoch scores ``curve`` should stop now.
+
+        ``epochs_left`` and ``best`` (what :class:`~tf_packing.hyperdrive.HyperDrive` weighs) are
+        accepted and ignored: a fixed threshold needs neither.
+        """
         curve = list(curve)
         if len(curve) < self.boundary:
             return False

@@ -21,6 +21,8 @@ import random
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 
+from .hyperparameters import HyperParameters
+
 __all__ = ["TABLE_2_3", "HyperbandOracle", "Rung", "Trial", "bracket_rungs", "bracket_size", "max_bracket",
            "rung_epochs", "search_space_size"]
 
@@ -73,9 +75,9 @@ def bracket_rungs(s: int, max_epochs: int, factor: int) -> list:
     return [(n // factor ** i, rung_epochs(s, i, max_epochs, factor)) for i in range(s + 1)]
 
 
-def search_space_size(space: dict) -> int:
-    """Number of configurations in the cross product of ``space`` (1056 for thesis Table 2.3)."""
-    return math.prod(len(values) for values in space.values())
+def search_space_size(space) -> int | None:
+    """Configurations in the cross product of ``space`` (1056 for thesis Table 2.3); None for a continuous one."""
+    return HyperParameters.of(space).size()
 
 
 @dataclass
@@ -118,9 +120,10 @@ class HyperbandOracle:
 
     Parameters
     ----------
-    search_space : dict of str to list
-        Each hyper-parameter's values, in order (numeric lists ascending, as in
-        thesis Table 2.3). The space is the cross product.
+    search_space : HyperParameters or dict of str to list
+        The space (:class:`~tf_packing.hyperparameters.HyperParameters`), or
+        each hyper-parameter's values in order (numeric lists ascending, as in
+        thesis Table 2.3), whose cross product is the space.
     max_epochs : int, default=81
         R, the most epochs any configuration trains for.
     factor : int, default=3
@@ -148,10 +151,10 @@ class HyperbandOracle:
         _check(max_epochs, factor)
         if mode not in ("max", "min"):
             raise ValueError(f"mode must be 'max' (accuracy) or 'min' (loss). Got {mode!r}.")
-        if not search_space or any(len(v) == 0 for v in search_space.values()):
-            raise ValueError(f"search_space must map each hyper-parameter to a non-empty list of values. "
-                             f"Got {search_space!r}.")
-        self.search_space = {k: list(v) for k, v in search_space.items()}
+        self.space = HyperParameters.of(search_space)
+        if not self.space.space:
+            raise ValueError("the search space is empty: build_fn registered no hyper-parameter (hp.Choice, "
+                             "hp.Int, hp.Float ...) and no search_space was given.")
         self.max_epochs, self.factor, self.mode, self.seed = max_epochs, factor, mode, seed
         self.trials_ = {}
         self._rng = random.Random(seed)
@@ -235,20 +238,35 @@ class HyperbandOracle:
         return (-trial.score if self.mode == "max" else trial.score, trial.trial_id)
 
     def _sample(self, n: int) -> list:
-        """Sample ``n`` configurations without replacement (all of them when the space is smaller)."""
-        total = search_space_size(self.search_space)
-        if n > total:
-            log.warning("bracket %d wants %d configurations but the search space holds %d; using all of them",
-                        self._bracket, n, total)
-            n = total
-        picks = self._rng.sample(range(total), n)
+        """Sample ``n`` distinct configurations (all of them when the space is smaller)."""
+        total = self.space.size()
+        if total is not None:  # a finite cross product: without replacement, by flat index
+            if n > total:
+                log.warning("bracket %d wants %d configurations but the search space holds %d; using all of "
+                            "them", self._bracket, n, total)
+                n = total
+            configs = [self.space.config_at(flat) for flat in self._rng.sample(range(total), n)]
+        else:
+            configs = self._draw_distinct(n)
         trials = []
-        for flat in picks:
-            config = {}
-            for name, values in reversed(self.search_space.items()):
-                flat, digit = divmod(flat, len(values))
-                config[name] = values[digit]
-            trial = Trial(len(self.trials_), {k: config[k] for k in self.search_space}, self._bracket)
+        for config in configs:
+            trial = Trial(len(self.trials_), config, self._bracket)
             self.trials_[trial.trial_id] = trial
             trials.append(trial)
         return trials
+
+    def _draw_distinct(self, n: int, tries_per_config: int = 50) -> list:
+        """``n`` random configurations, repeats redrawn (a mostly discrete space may hold fewer than ``n``)."""
+        configs, seen = [], set()
+        for _ in range(n * tries_per_config):
+            config = self.space.sample(self._rng)
+            key = repr(sorted(config.items()))
+            if key not in seen:
+                seen.add(key)
+                configs.append(config)
+                if len(configs) == n:
+                    break
+        if len(configs) < n:
+            log.warning("bracket %d wants %d configurations but only %d distinct ones were drawn in %d tries",
+                        self._bracket, n, len(configs), n * tries_per_config)
+        return configs

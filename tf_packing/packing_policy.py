@@ -18,8 +18,9 @@ a feasible group. Three heuristics from the thesis (L552-L594):
 from __future__ import annotations
 
 import logging
-import numbers
 import random
+
+from .hyperparameters import HyperParameters
 
 __all__ = ["STRATEGIES", "batch_size_pack", "check_partition", "index_distance", "knn_pack", "pack_opt",
            "random_pack", "split_group"]
@@ -29,13 +30,16 @@ log = logging.getLogger(__name__)
 STRATEGIES = ("knn", "random", "batch_size", "none")
 
 
-def index_distance(a: dict, b: dict, space: dict) -> int:
+def index_distance(a: dict, b: dict, space) -> float:
     """Distance of two configurations: index gap for numeric values, 0/1 for categorical ones.
 
     Numeric hyper-parameters (batch size, learning rate) count the difference of
-    their positions in the ordered value list; categorical ones (optimizer,
-    activation) count 1 when they differ. The thesis calls the sum "Euclid"; it
-    is an L1 distance over indices (L552-L554).
+    their positions in the ordered value list (a continuous range counts as a
+    grid of :data:`~tf_packing.hyperparameters.GRID` steps); categorical ones
+    (optimizer, activation), and a parameter active in one configuration only,
+    count 1 when they differ. The thesis calls the sum "Euclid"; it is an L1
+    distance over indices (L552-L554). ``space`` is a HyperParameters or a dict
+    of lists.
 
     Examples
     --------
@@ -43,16 +47,15 @@ def index_distance(a: dict, b: dict, space: dict) -> int:
     ...          "lr": [0.1, 0.01], "activation": ["relu", "tanh"]}
     >>> index_distance({"batch_size": 20, "optimizer": "SGD", "lr": 0.01, "activation": "relu"},
     ...                {"batch_size": 40, "optimizer": "Adagrad", "lr": 0.01, "activation": "relu"}, space)
-    5
+    5.0
     """
-    total = 0
-    for name, values in space.items():
-        va, vb = a[name], b[name]
-        numeric = all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values)
-        if numeric:
-            total += abs(values.index(va) - values.index(vb))
+    space = HyperParameters.of(space)
+    total = 0.0
+    for name in dict.fromkeys([*a, *b]):
+        if name not in a or name not in b or not space.is_numeric(name):
+            total += float(a.get(name) != b.get(name))
         else:
-            total += int(va != vb)
+            total += abs(space.index(name, a[name]) - space.index(name, b[name]))
     return total
 
 
@@ -69,7 +72,7 @@ def _warn_oversized(memory, capacity):
                         "it runs alone and may run out of memory", i, m, capacity)
 
 
-def knn_pack(configs: list, space: dict, memory: list, *, capacity=None, threshold=None, max_group=None,
+def knn_pack(configs: list, space, memory: list, *, capacity=None, threshold=None, max_group=None,
              seed: int = 0) -> list:
     """Nearest-neighbour packing: groups around random centroids, nearest first, while they fit.
 
@@ -77,13 +80,13 @@ def knn_pack(configs: list, space: dict, memory: list, *, capacity=None, thresho
     ----------
     configs : list of dict
         The configurations to place.
-    space : dict of str to list
+    space : HyperParameters or dict of str to list
         The search space (for :func:`index_distance`).
     memory : list of float
         Estimated peak bytes of each configuration trained alone.
     capacity : float, optional
         Device memory in bytes; None means unlimited.
-    threshold : int, optional
+    threshold : float, optional
         Largest distance to the centroid a member may have; None means no limit.
     max_group : int, optional
         Most members per group.
@@ -95,6 +98,7 @@ def knn_pack(configs: list, space: dict, memory: list, *, capacity=None, thresho
     list of list of int
         A partition of ``range(len(configs))``.
     """
+    space = HyperParameters.of(space)
     rng = random.Random(seed)
     left = list(range(len(configs)))
     groups = []
@@ -174,7 +178,7 @@ def check_partition(groups: list, n: int, memory=None, capacity=None) -> None:
                                  f"{capacity:.0f}.")
 
 
-def pack_opt(configs: list, space: dict, memory: list, *, strategy: str = "knn", capacity=None, threshold=None,
+def pack_opt(configs: list, space, memory: list, *, strategy: str = "knn", capacity=None, threshold=None,
              group_size: int = 4, max_group=None, key: str = "batch_size", seed: int = 0) -> list:
     """Partition ``configs`` into packs with the chosen ``strategy`` (see the module docstring).
 

@@ -64,3 +64,30 @@ def tuner_build_fn(input_shape, n_classes=10, hidden=64):
         return model
 
     return build
+
+
+#: The search space of the Keras Tuner comparison (thesis Table 2.3 with a continuous learning rate).
+HP_ACTIVATIONS = ["sigmoid", "leaky_relu", "tanh", "relu"]
+HP_OPTIMIZERS = ["adam", "sgd", "adagrad", "momentum"]
+HP_BATCH_SIZES = [20, 25, 30, 35, 40, 45, 50, 55, 60, 65, 70]
+
+
+def hp_build_fn(input_shape, n_classes=10, hidden=64):
+    """``build_fn(hp)`` in Keras Tuner's style, shared by Keras Tuner and sparkrm's ``Tuner``: one-hidden-layer MLP.
+
+    The batch size is read here so that it is part of the space; the tuner's fit reads it back from ``hp``.
+    """
+    import keras
+
+    def build(hp):
+        activation = hp.Choice("activation", HP_ACTIVATIONS)
+        opt = hp.Choice("optimizer", HP_OPTIMIZERS)
+        lr = hp.Float("learning_rate", 1e-6, 0.1, sampling="log")
+        hp.Choice("batch_size", HP_BATCH_SIZES)
+        model = keras.Sequential([keras.Input(input_shape), keras.layers.Flatten(),
+                                  keras.layers.Dense(hidden, activation=activation),
+                                  keras.layers.Dense(n_classes, activation="softmax")])
+        model.compile(optimizer(opt, lr), "sparse_categorical_crossentropy", metrics=["accuracy"])
+        return model
+
+    return build

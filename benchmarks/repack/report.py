@@ -96,12 +96,124 @@ def _hyperband_report(data: dict) -> tuple:
     return lines, plot
 
 
+def _best_so_far(trace) -> tuple:
+    """``(seconds, best score so far)`` at every improvement of ``trace``, for a step plot."""
+    times, best = [], []
+    for t, score in trace:
+        if not best or score > best[-1]:
+            times.append(t)
+            best.append(score)
+    return times, best
+
+
+def _stat(s, fmt: str) -> str:
+    """``median [min, max]``, plus the mean's 95% t-interval when there are two values or more."""
+    if not s:
+        return "n/a"
+    text = f"{s['median']:{fmt}} [{s['min']:{fmt}}, {s['max']:{fmt}}]"
+    if s.get("low") is not None:
+        text += f", mean {s['mean']:{fmt}} (95% CI {s['low']:{fmt}} to {s['high']:{fmt}})"
+    return text + f", n={s['n']}"
+
+
+def _keras_tuner_report(data: dict) -> tuple:
+    meta, conf = data["meta"], data["meta"]["conf"]
+    lines = _header(meta, "Repack: Keras Tuner's Hyperband against sparkrm's pack-aware Tuner")
+    lines += [f"Hyperband R={conf['max_epochs']}, eta={conf['factor']}, one iteration, objective val_accuracy; "
+              f"Keras Tuner {meta.get('keras_tuner') or 'not run'}. Both tuners build from the same "
+              "`build_fn(hp)` (benchmarks/repack/models.py `hp_build_fn`) on the same digits split per seed; "
+              "the order alternates by seed. Equal-accuracy level = the lower of the two bests; time to level = "
+              "seconds from the start of the search to the first validation score at or above it; speed-up = "
+              "Keras Tuner's time / sparkrm's. Wall ratio = Keras Tuner's whole search / sparkrm's.", ""]
+    rows = []
+    for s in data["seeds"]:
+        for name in data["tuners"]:
+            r = s["runs"][name]
+            t = (s.get("time_to_level") or {}).get(name)
+            rows.append([s["seed"], name, "yes" if s["order"][0] == name else "no", r["wall_s"],
+                         f"{r['best_score']:.4f}", r["trials"], r["epochs"], "n/a" if t is None else f"{t:.1f}",
+                         json.dumps({k: float(f"{v:.3g}") if isinstance(v, float) else v
+                                     for k, v in r["best_hp"].items()}, default=str)])
+    lines.append(markdown_table(["seed", "tuner", "first", "wall s", "best val accuracy", "trials",
+                                 "val scores", "s to level", "best hyper-parameters"], rows))
+    paired = [s for s in data["seeds"] if "level" in s]
+    if paired:
+        lines += ["", markdown_table(["seed", "equal-accuracy level", "speed-up to level", "wall ratio"], [
+            [s["seed"], f"{s['level']:.4f}",
+             "n/a" if s["speedup_to_level"] is None else f"{s['speedup_to_level']:.2f}x",
+             f"{s['wall_ratio']:.2f}x"] for s in paired])]
+    summary = data["summary"]
+    lines += ["", "Summary over seeds, median [min, max]:", ""]
+    if summary["speedup_to_level"]:
+        lines.append(f"* speed-up to equal accuracy: {_stat(summary['speedup_to_level'], '.2f')}")
+    if summary["wall_ratio"]:
+        lines.append(f"* whole-run wall ratio: {_stat(summary['wall_ratio'], '.2f')}")
+    for name in data["tuners"]:
+        lines.append(f"* {name}: wall s {_stat(summary['wall_s'][name], '.1f')}; "
+                     f"best val accuracy {_stat(summary['best_score'][name], '.4f')}")
+
+    def plot(ax):
+        colors = {"keras-tuner": "tab:orange", "sparkrm": "tab:blue"}
+        styles = ["-", "--", ":", "-."]
+        for i, s in enumerate(data["seeds"]):
+            for name in data["tuners"]:
+                trace = s["runs"][name]["trace"]
+                if not trace:
+                    continue
+                times, best = _best_so_far(trace)
+                end = trace[-1][0]
+                ax.step(times + [max(end, s["runs"][name]["wall_s"])], best + [best[-1]], where="post",
+                        color=colors[name], ls=styles[i % len(styles)], label=f"{name} seed {s['seed']}")
+                t = (s.get("time_to_level") or {}).get(name)
+                if t is not None:
+                    ax.plot([t], [s["level"]], "o", color=colors[name], ms=4)
+        ax.set_xlim(left=0)
+        ax.set_xlabel("seconds since the search started")
+        ax.set_ylabel("best val accuracy so far")
+        ax.set_title(f"Hyperband R={conf['max_epochs']}, eta={conf['factor']} ({meta['device']})")
+        ax.legend(fontsize=7)
+
+    return lines, plot
+
+
+def _hyperdrive_report(data: dict) -> tuple:
+    meta, conf, base = data["meta"], data["meta"]["conf"], data["baseline"]
+    lines = _header(meta, f"Repack: time to {data['target']} validation accuracy with HyperDrive's early termination")
+    lines += [f"Pack-aware Hyperband (kNN) R={conf['max_epochs']}, eta={conf['factor']} on digits, the search ending "
+              f"at the first validation accuracy >= {data['target']}; one run per variant and seed, the order "
+              f"rotated by seed. Speed-up = {base}'s time to target / the variant's, paired by seed. A search that "
+              "never reached the target counts its whole time (marked *).", ""]
+    rows = []
+    for v, summary in data["summary"].items():
+        rows.append([v, f"{summary['reached']}/{len(data['runs'][v])}", _stat(summary["time_s"], ".1f"),
+                     _stat(summary["speedup"], ".2f"), _stat(summary["trial_epochs"], ".0f"),
+                     f"{sum(r['killed'] for r in data['runs'][v]) / len(data['runs'][v]):.1f}"])
+    lines.append(markdown_table(["variant", "reached", "time to target s", f"speed-up vs {base}",
+                                 "trial-epochs trained", "killed per search"], rows))
+    lines += ["", markdown_table(["seed", *data["runs"]], [
+        [runs[0]["seed"], *(f"{r['time_to_target_s']:.1f}" if r["reached"] else f"{r['wall_s']:.1f}*" for r in runs)]
+        for runs in zip(*data["runs"].values())])]
+
+    def plot(ax):
+        names = list(data["runs"])
+        for i, v in enumerate(names):
+            values = data["speedup"][v]
+            ax.plot([i] * len(values), values, "o", alpha=0.6)
+        ax.axhline(1, color="grey", lw=0.8)
+        ax.set_xticks(range(len(names)), names)
+        ax.set_ylabel(f"speed-up to {data['target']} vs {base}")
+        ax.set_title(f"time to target, R={conf['max_epochs']} ({meta['device']})")
+
+    return lines, plot
+
+
 def render(path) -> Path:
     """Write ``<path>.md`` and ``<path>.png`` next to the JSON at ``path``; return the Markdown path."""
     plt = pyplot()
     path = Path(path)
     data = json.loads(path.read_text())
-    lines, plot = {"impv": _impv_report, "hyperband": _hyperband_report}[data["kind"]](data)
+    lines, plot = {"impv": _impv_report, "hyperband": _hyperband_report,
+                   "keras-tuner": _keras_tuner_report, "hyperdrive": _hyperdrive_report}[data["kind"]](data)
     fig, ax = plt.subplots(figsize=(7, 4.5))
     plot(ax)
     save_figure(fig, path.with_suffix(".png"), dpi=110)

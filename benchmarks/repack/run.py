@@ -8,6 +8,11 @@
 * ``hyperband``: pack-aware Hyperband (knn, random, batch-size packing) against plain Hyperband
   on the same search space (thesis Table 2.3) and seed: wall time ratio and best accuracy
   (thesis Table 2.4). Data: scikit-learn's bundled digits.
+* ``hyperdrive``: time to a target accuracy of plain pack-aware Hyperband, a fixed kill threshold and
+  HyperDrive's POP early termination, several seeds (see ``time_to_target.py``).
+* ``keras-tuner``: Keras Tuner's Hyperband against sparkrm's pack-aware ``Tuner``, one Keras-Tuner-style
+  ``build_fn(hp)`` and the same digits split for both, per seed: wall time, best validation accuracy and
+  the time each takes to first reach the accuracy both reach (see ``keras_tuner.py``).
 
 Each run writes ``benchmarks/results/repack/<name>-<date>-<sha>.json`` plus a Markdown report
 and a PNG plot rendered from the JSON alone (``report`` re-renders them).
@@ -16,13 +21,14 @@ and a PNG plot rendered from the JSON alone (``report`` re-renders them).
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import os
 import sys
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from benchmarks.common import RESULTS_DIR, run_metadata, spread, write_json  # noqa: E402
+from benchmarks.common import RESULTS_DIR, interval, run_metadata, spread, write_json  # noqa: E402
 
 from .report import render  # noqa: E402
 
@@ -122,6 +128,87 @@ def hyperband(args) -> Path:
     return path
 
 
+def time_to(trace, level) -> float | None:
+    """Seconds until ``trace`` (``[[seconds, score], ...]``) first scores ``level`` or more; None if never."""
+    return next((t for t, score in trace if score >= level - 1e-9), None)
+
+
+def versus_keras_tuner(args) -> Path:
+    from .keras_tuner import MISSING, TUNERS, available, run_seed
+
+    unknown = [t for t in args.tuners if t not in TUNERS]
+    if unknown or not args.tuners:
+        sys.exit(f"keras-tuner: --tuners takes a comma list of {','.join(TUNERS)}, not {','.join(unknown)!r}")
+    if args.seed is not None or args.repeats is not None:
+        sys.exit("keras-tuner: give the seeds with --seeds (one run per tuner and seed); --seed and --repeats "
+                 "do not apply")
+    if "keras-tuner" in args.tuners and not available():
+        sys.exit(MISSING)
+    meta = metadata(args)
+    meta["keras_tuner"] = importlib.metadata.version("keras-tuner") if "keras-tuner" in args.tuners else None
+    seeds = []
+    for index, seed in enumerate(args.seeds):
+        result = run_seed(seed, index, args.tuners, max_epochs=args.max_epochs, factor=args.factor, quiet=args.quiet)
+        runs = result["runs"]
+        if len(runs) == 2:
+            kt, ours = runs["keras-tuner"], runs["sparkrm"]
+            level = min(kt["best_score"], ours["best_score"])
+            t_kt, t_ours = time_to(kt["trace"], level), time_to(ours["trace"], level)  # None: never in the trace
+            result.update(level=level, time_to_level={"keras-tuner": t_kt, "sparkrm": t_ours},
+                          speedup_to_level=t_kt / t_ours if t_kt and t_ours else None,
+                          wall_ratio=kt["wall_s"] / ours["wall_s"])
+            after = ["never" if t is None else f"after {t:.1f} s" for t in (t_kt, t_ours)]
+            print(f"seed {seed}: both reach {level:.4f}: keras-tuner {after[0]}, sparkrm {after[1]}; whole runs "
+                  f"{result['wall_ratio']:.2f}x", file=sys.stderr)
+        seeds.append(result)
+
+    def summary(values):
+        values = [v for v in values if v is not None]
+        return {**spread(values), **interval(values)} if values else None
+
+    path = output(meta, args.name or "keras-tuner", args.out)
+    write_json(path, {"meta": meta, "kind": "keras-tuner", "tuners": args.tuners, "seeds": seeds, "summary": {
+        "speedup_to_level": summary(s.get("speedup_to_level") for s in seeds),
+        "wall_ratio": summary(s.get("wall_ratio") for s in seeds),
+        "wall_s": {t: summary(s["runs"][t]["wall_s"] for s in seeds) for t in args.tuners},
+        "best_score": {t: summary(s["runs"][t]["best_score"] for s in seeds) for t in args.tuners}}})
+    render(path)
+    return path
+
+
+def hyperdrive(args) -> Path:
+    from .time_to_target import VARIANTS, run
+
+    unknown = [v for v in args.variants if v not in VARIANTS]
+    if unknown:
+        sys.exit(f"hyperdrive: --variants takes a comma list of {','.join(VARIANTS)}, not {','.join(unknown)!r}")
+    if args.seed is not None or args.repeats is not None:
+        sys.exit("hyperdrive: give the seeds with --seeds (one run per variant and seed); --seed and --repeats "
+                 "do not apply")
+    meta = metadata(args)
+    runs = {v: [] for v in args.variants}
+    for index, seed in enumerate(args.seeds):
+        order = args.variants[index % len(args.variants):] + args.variants[:index % len(args.variants)]
+        for variant in order:  # rotate the order every seed: no variant always runs first
+            runs[variant].append(run(variant, seed, target=args.target, max_epochs=args.max_epochs,
+                                     factor=args.factor, kill_threshold=args.kill_threshold, boundary=args.boundary,
+                                     quiet=args.quiet))
+    base = args.variants[0]
+
+    def time(r):  # a search that never reached the target counts its whole time (a lower bound)
+        return r["time_to_target_s"] if r["reached"] else r["wall_s"]
+
+    speedup = {v: [time(b) / time(r) for b, r in zip(runs[base], runs[v])] for v in runs}
+    summary = {v: {"speedup": {**spread(speedup[v]), **interval(speedup[v])},
+                   "time_s": spread(time(r) for r in runs[v]), "reached": sum(r["reached"] for r in runs[v]),
+                   "trial_epochs": spread(r["trial_epochs"] for r in runs[v])} for v in runs}
+    path = output(meta, args.name or "hyperdrive", args.out)
+    write_json(path, {"meta": meta, "kind": "hyperdrive", "baseline": base, "target": args.target, "runs": runs,
+                      "speedup": speedup, "summary": summary})
+    render(path)
+    return path
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchmarks.repack", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -176,8 +263,33 @@ def parser() -> argparse.ArgumentParser:
                    help="largest pack for the unrolled 'packed' variant (compile time grows with it; default 32)")
     j.set_defaults(func=lambda a: __import__("benchmarks.repack.gpu_jax", fromlist=["jax_impv"]).jax_impv(a))
 
+    k = sub.add_parser("keras-tuner", parents=[common],
+                       help="Keras Tuner's Hyperband against sparkrm's Tuner: same build_fn(hp), same digits split")
+    k.add_argument("--max-epochs", type=int, default=27, help="Hyperband R of both tuners (default 27)")
+    k.add_argument("--factor", type=int, default=3, help="Hyperband eta of both tuners (default 3)")
+    k.add_argument("--seeds", type=_ints, default=[0, 1, 2],
+                   help="seeds of split, sampling and weights, one run per tuner each (default 0,1,2)")
+    k.add_argument("--tuners", type=_words, default=["keras-tuner", "sparkrm"],
+                   help="comma list of keras-tuner,sparkrm (default both; ratios need both)")
+    k.add_argument("--quiet", action="store_true", help="no progress bars")
+    k.set_defaults(func=versus_keras_tuner, seed=None, repeats=None)
+
+    d = sub.add_parser("hyperdrive", parents=[common],
+                       help="time to a target accuracy: plain Hyperband, a kill threshold, HyperDrive")
+    d.add_argument("--variants", type=_words, default=["hyperband", "kill", "hyperdrive"],
+                   help="comma list of hyperband,kill,hyperdrive; the first is the baseline (default all three)")
+    d.add_argument("--target", type=float, default=0.97, help="validation accuracy that ends a search (default 0.97)")
+    d.add_argument("--max-epochs", type=int, default=27, help="Hyperband R (default 27)")
+    d.add_argument("--factor", type=int, default=3, help="Hyperband eta (default 3)")
+    d.add_argument("--seeds", type=_ints, default=[0, 1, 2, 3, 4], help="one run per variant each (default 0-4)")
+    d.add_argument("--kill-threshold", type=float, default=0.3, help="the kill variant's threshold (default 0.3)")
+    d.add_argument("--boundary", type=int, default=3,
+                   help="HyperDrive's evaluation boundary in epochs (default 3, about 10%% of R=27)")
+    d.add_argument("--quiet", action="store_true", help="no progress bars")
+    d.set_defaults(func=hyperdrive, seed=None, repeats=None)
+
     r = sub.add_parser("report", help="re-render Markdown and PNG from a result JSON")
-    r.add_argument("json", type=Path, help="a result JSON written by impv or hyperband")
+    r.add_argument("json", type=Path, help="a result JSON written by impv, hyperband, keras-tuner or hyperdrive")
     r.set_defaults(func=lambda a: render(a.json))
     return p
 

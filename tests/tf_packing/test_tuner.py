@@ -140,13 +140,19 @@ def test_objective_needs_its_metric(tf_det, digits):
         model.compile("adam", "sparse_categorical_crossentropy")
         return model
 
-    with pytest.raises(ValueError, match=r"objective 'val_accuracy' needs the metric 'accuracy', but the model "
-                                         r"reports \['loss'\]. Compile it in build_fn with metrics=\['accuracy'\]"):
+    with pytest.raises(ValueError, match=r"objective 'val_accuracy' is not among the model's logs \['val_loss'\]. "
+                                         r"Compile the model in build_fn with the metric it names "
+                                         r"\(metrics=\['accuracy'\]\)"):
         search(digits, build_fn=no_metrics)
 
 
 def test_tuner_errors(tf_det, digits):
+    from tf_packing import Tuner
+
     with pytest.raises(ValueError, match="packing must be one of .* Got 'dense'; use 'none' for plain"):
         search(digits, packing="dense")
-    with pytest.raises(ValueError, match="objective must be one of"):
-        search(digits, objective="accuracy")
+    with pytest.raises(ValueError, match="cannot tell whether objective 'val_f1_macro' should go up or down"):
+        search(digits, objective="val_f1_macro")
+    with pytest.raises(ValueError, match="objective 'val_accuracy' is scored on validation data: pass "
+                                         "validation_data"):
+        Tuner(build, SPACE, max_epochs=3).search(*digits[:2])

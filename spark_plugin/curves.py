@@ -1,4 +1,11 @@
-"""Weighted fits of the thesis's two loss-curve families (spec 3.4), for :mod:`.predictor`.
+"""Learning curves: weighted fits of two curve families, shared by SLAQ and HyperDrive.
+
+SLAQ's loss predictor (:mod:`spark_plugin.slaq.predictor`, spec 3.4) fits a job's loss curve to
+predict the next epoch's loss reduction; HyperDrive's terminator (:mod:`tf_packing.hyperdrive`)
+fits a trial's validation curve (accuracy negated, so that it falls like a loss) to predict where it
+ends and how sure that is. Both read the same :class:`CurveFit`: its value at any ``k`` and, from
+the fit's parameter covariance and residual variance, the standard deviation of a future
+observation (:meth:`CurveFit.std`). This module imports neither Spark nor TensorFlow.
 
 Fits run in *normalized coordinates*: ``x = k - k_first`` over the window, and
 ``y = (L - L_last) / scale`` with ``scale`` the job's largest per-iteration drop. The fit is then the
@@ -21,7 +28,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.optimize import OptimizeWarning, curve_fit
@@ -87,12 +94,34 @@ class CurveFit:
     _scale: float
     _ref: float
     _norm_params: tuple
+    _norm_cov: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     def __call__(self, k):
         """Predicted loss at iteration(s) ``k`` (continuous ``k`` allowed)."""
         x = np.asarray(k, dtype=float) - self._shift
         f = _sub_norm if self.family == SUBLINEAR else _exp_norm
         return self._ref + self._scale * f(x, *self._norm_params)
+
+    @property
+    def has_spread(self) -> bool:
+        """Whether :meth:`std` is finite: enough points beyond the parameters, a finite covariance."""
+        return self._norm_cov is not None
+
+    def std(self, k):
+        """Standard deviation of an observation at iteration(s) ``k``, in the job's units.
+
+        The delta method: the parameters' covariance carried through the curve's Jacobian at ``k``,
+        plus the residual variance of one observation (``residual``, weight 1). ``inf`` where the
+        fit cannot say: fewer than two points more than parameters, or an infinite covariance.
+        """
+        x = np.atleast_1d(np.asarray(k, dtype=float) - self._shift)
+        if self._norm_cov is None:
+            out = np.full(x.shape, np.inf)
+        else:
+            jac = (_sub_jac if self.family == SUBLINEAR else _exp_jac)(x, *self._norm_params)
+            var = np.einsum("ni,ij,nj->n", jac, self._norm_cov, jac) + self.residual
+            out = self._scale * np.sqrt(np.maximum(var, 0.0))
+        return out if np.ndim(k) else float(out[0])
 
 
 def fit_family(family: str, k: np.ndarray, losses: np.ndarray, weights: np.ndarray, scale: float) -> CurveFit | None:
@@ -101,7 +130,10 @@ def fit_family(family: str, k: np.ndarray, losses: np.ndarray, weights: np.ndarr
     x, y = k - shift, (losses - ref) / scale
     sigma = 1.0 / np.sqrt(weights)
     if family == SUBLINEAR:
-        p0, f, jac = _sub_guess(x, y, weights), _sub_norm, _sub_jac
+        try:
+            p0, f, jac = _sub_guess(x, y, weights), _sub_norm, _sub_jac
+        except np.linalg.LinAlgError:  # too few distinct points for the quadratic
+            return None
         bounds = ([0, 0, 1e-12, -np.inf], [np.inf, np.inf, np.inf, 0])
     else:
         p0, f, jac = _exp_guess(x, y, weights), _exp_norm, _exp_jac
@@ -110,9 +142,9 @@ def fit_family(family: str, k: np.ndarray, losses: np.ndarray, weights: np.ndarr
     p0 = np.clip(p0, lows + 1e-12, highs - 1e-12)
     # Levenberg-Marquardt (MINPACK) is ~10x faster than the bounded trust-region method; keep its
     # answer when it lands inside the bounds, which it does on well-behaved histories.
-    popt = _curve_fit(f, jac, x, y, p0, sigma, None)
+    popt, pcov = _curve_fit(f, jac, x, y, p0, sigma, None)
     if popt is None or np.any(popt < lows - 1e-9) or np.any(popt > highs + 1e-9):
-        popt = _curve_fit(f, jac, x, y, p0, sigma, bounds)
+        popt, pcov = _curve_fit(f, jac, x, y, p0, sigma, bounds)
     if popt is None:
         return None
     popt = np.clip(popt, lows, highs)
@@ -120,20 +152,23 @@ def fit_family(family: str, k: np.ndarray, losses: np.ndarray, weights: np.ndarr
     if not np.all(np.isfinite(fitted)):
         return None
     residual = float(np.sum(weights * (y - fitted) ** 2) / np.sum(weights))
+    if pcov is not None and (len(x) < len(popt) + 2 or not np.all(np.isfinite(pcov))):  # dof >= 2
+        pcov = None
     return CurveFit(family, _thesis_params(family, popt, shift, scale, ref), ref + scale * float(popt[-1]),
-                    residual, shift, scale, ref, tuple(float(p) for p in popt))
+                    residual, shift, scale, ref, tuple(float(p) for p in popt), pcov)
 
 
-def _curve_fit(f, jac, x, y, p0, sigma, bounds) -> np.ndarray | None:
-    """``curve_fit`` with LM (``bounds`` None) or bounded TRF; ``None`` when it fails."""
+def _curve_fit(f, jac, x, y, p0, sigma, bounds) -> tuple:
+    """``curve_fit`` with LM (``bounds`` None) or bounded TRF: ``(params, covariance)``, ``(None, None)``
+    when it fails."""
     kwargs = dict(method="lm", maxfev=200) if bounds is None else dict(method="trf", bounds=bounds, max_nfev=100)
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore", OptimizeWarning)
-            popt, _ = curve_fit(f, x, y, p0=p0, sigma=sigma, jac=jac, **kwargs)
-    except (RuntimeError, ValueError, FloatingPointError, np.linalg.LinAlgError):
-        return None
-    return popt if np.all(np.isfinite(popt)) else None
+            popt, pcov = curve_fit(f, x, y, p0=p0, sigma=sigma, jac=jac, **kwargs)
+    except (RuntimeError, ValueError, TypeError, FloatingPointError, np.linalg.LinAlgError):
+        return None, None  # TypeError: LM needs at least as many points as parameters
+    return (popt, pcov) if np.all(np.isfinite(popt)) else (None, None)
 
 
 def _thesis_params(family, p, s, scale, ref) -> tuple:
