@@ -12,7 +12,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["KillRule"]
+__all__ = ["KillRule", "check_boundary_and_mode"]
+
+
+def check_boundary_and_mode(boundary, mode, owner: str = "") -> None:
+    """The settings every early-kill rule shares: an evaluation boundary of at least one epoch, a direction."""
+    if boundary < 1:
+        raise ValueError(f"{owner}boundary must be >= 1 epoch. Got {boundary!r}; HyperDrive suggests 5-10% of the "
+                         "maximum epochs.")
+    if mode not in ("max", "min"):
+        raise ValueError(f"{owner}mode must be 'max' or 'min'. Got {mode!r}.")
 
 
 @dataclass(frozen=True)
@@ -40,11 +49,7 @@ class KillRule:
     mode: str = "max"
 
     def __post_init__(self):
-        if self.boundary < 1:
-            raise ValueError(f"boundary must be >= 1 epoch. Got {self.boundary!r}; HyperDrive suggests 5-10% "
-                             "of the maximum epochs.")
-        if self.mode not in ("max", "min"):
-            raise ValueError(f"mode must be 'max' or 'min'. Got {self.mode!r}.")
+        check_boundary_and_mode(self.boundary, self.mode)
 
     def should_kill(self, curve, *, epochs_left=None, best=None) -> bool:
         """Whether a trial with per-epoch scores ``curve`` should stop now.

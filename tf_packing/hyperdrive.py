@@ -36,6 +36,8 @@ import numpy as np
 
 from spark_plugin.curves import EXPONENTIAL, SUBLINEAR, fit_family
 
+from .early_kill import KillRule, check_boundary_and_mode
+
 __all__ = ["HyperDrive", "Outlook", "predict", "promising_slots"]
 
 #: Weight of the score ``j`` epochs before the latest: recent epochs count more in the fit.
@@ -171,13 +173,9 @@ class HyperDrive:
     mode: str = "max"
 
     def __post_init__(self):
-        if self.boundary < 1:
-            raise ValueError(f"HyperDrive boundary must be >= 1 epoch. Got {self.boundary!r}; HyperDrive uses "
-                             "5-10% of the maximum epochs.")
+        check_boundary_and_mode(self.boundary, self.mode, owner="HyperDrive ")
         if not 0 < self.delta < 1:
             raise ValueError(f"HyperDrive delta must be in (0, 1). Got {self.delta!r}; the thesis uses 0.05.")
-        if self.mode not in ("max", "min"):
-            raise ValueError(f"HyperDrive mode must be 'max' or 'min'. Got {self.mode!r}.")
 
     def target_for(self, best: float | None) -> float | None:
         """The target a trial is judged against: the fixed one, else the best score so far."""
@@ -197,10 +195,9 @@ class HyperDrive:
             return True  # diverged: its score is NaN or infinite
         if len(curve) < self.boundary:
             return False
-        if self.kill_threshold is not None:
-            reached = max(curve) if self.mode == "max" else min(curve)
-            if (reached < self.kill_threshold) if self.mode == "max" else (reached > self.kill_threshold):
-                return True
+        threshold = self.kill_threshold
+        if threshold is not None and KillRule(threshold, self.boundary, self.mode).should_kill(curve):
+            return True
         seen = self.outlook(curve, epochs_left=epochs_left, best=best)
         return seen is not None and seen.confidence < self.delta
 
