@@ -11,7 +11,7 @@ Request: ``{"query": 6, "sql": "...", "collect": true}`` or ``{"stop": true}``.
 Answer: ``{"query": 6, "wall_s": 1.2, "harness_s": 0.01, "metrics": {...},
 "columns": [...], "rows": [...]}``, or ``{"error": "..."}``. In a progressive mode
 (``rotary``) the answer to a query it supports adds ``progressive``: ``first_s``,
-``accuracy95_s``, ``final_s`` (see :mod:`.progressive`).
+``accuracy95_s``, ``final_s``, ``quarter_accuracy`` (see :mod:`.progressive`).
 """
 
 from __future__ import annotations

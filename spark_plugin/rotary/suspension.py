@@ -59,6 +59,7 @@ class SuspendableQuery:
         self._cancelling = False
         self._discarded_s = 0.0
         self._stopped = threading.Event()
+        self._canceller: threading.Thread | None = None
         self._lock = threading.Lock()
         self.job_group = f"rotary-suspendable-{id(self)}"  # the Spark job group its queries run in
 
@@ -75,7 +76,8 @@ class SuspendableQuery:
                 self._requested_at = time.perf_counter()
             if cancel_running and not self._cancelling:
                 self._cancelling = True
-                threading.Thread(target=self._cancel_until_stopped, daemon=True).start()
+                self._canceller = threading.Thread(target=self._cancel_until_stopped, daemon=True)
+                self._canceller.start()
 
     def _cancel_until_stopped(self) -> None:
         """Cancel the run's jobs until it reaches its boundary: a query may start another job (after a
@@ -129,6 +131,9 @@ class SuspendableQuery:
         return decision.strategy == riveter.PIPELINE
 
     def _suspend(self, reason: str, since: float) -> Suspension | Snapshot:
+        self._stopped.set()  # the boundary: folding in ready batches may look up attributes (a Spark job)
+        if self._canceller is not None:
+            self._canceller.join()
         while self.query.batches_ready:  # computed already: fold in, do not recompute after resuming
             self.query.step()
         if self.query.done:  # those were the last: nothing left to suspend

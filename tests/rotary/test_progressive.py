@@ -162,3 +162,13 @@ def test_static_views_are_cached_while_a_query_uses_them_and_released_by_the_las
     third = rotary.ProgressiveQuery(spark, 9, data, batches=BATCHES)
     third.exact()
     assert not static_view_cached(third)
+
+
+def test_attributes_are_looked_up_for_the_rows_each_answer_shows(spark, data):
+    job = rotary.ProgressiveQuery(spark, 10, data, batches=8)  # top 20 customers: name, address ... by key
+    snapshots = list(job)
+    customers = job.spark.sql(job.spec.attributes_sql).toPandas().set_index("c_custkey")  # every customer
+    for snap in snapshots:
+        shown = customers.loc[snap.result["c_custkey"], list(job.spec.attributes)].reset_index(drop=True)
+        pd.testing.assert_frame_equal(snap.result[list(job.spec.attributes)], shown, check_dtype=False)
+    assert len(job._attributes) < len(customers)  # only keys an answer showed, and those just below them

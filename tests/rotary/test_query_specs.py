@@ -3,6 +3,7 @@
 import math
 from decimal import Decimal
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -174,3 +175,25 @@ def test_exact_groups_of_a_limited_answer_keep_only_the_top(tmp_path):
         pd.testing.assert_frame_equal(pruned.estimate(spec, 3, 0.95)[0], whole.estimate(spec, 3, 0.95)[0])
         assert pruned.groups <= 2
     assert pruned.estimate(spec, 3, 0.95)[0]["o"].tolist() == [2, 5]
+
+
+@pytest.mark.parametrize("order", ["v desc, o", "v, o desc", "per desc, o", "per, o"])
+def test_a_limited_answer_over_many_groups_is_the_head_of_the_whole_ordering(order):
+    from spark_plugin.rotary.totals import RunningTotals
+
+    head = "-- @keys: o\n-- @output: o, v, n, per = v / n\n-- @order: " + order
+    sql = "\nselect o, sum(x) as v, count(*) as n from t group by o"
+    limited, whole = parse(head + "\n-- @limit: 7" + sql), parse(head + sql)
+    totals = RunningTotals(["o"], ["v", "n"])
+    rng = np.random.default_rng(3)
+    for _ in range(4):  # groups repeat across batches; values tie often (few distinct cents)
+        groups = rng.choice(3000, size=2000, replace=False)
+        cents = rng.integers(0, 40, size=groups.size)
+        batch = pd.DataFrame({"o": groups, "v": [Decimal(int(c)) / 100 for c in cents],
+                              "n": rng.integers(1, 4, groups.size)})
+        batch.loc[batch.index[:5], "v"] = None  # NULL sums rank as SQL's do, wherever they fall
+        totals.add(batch)
+        got, got_half = totals.estimate(limited, 20, 0.95)
+        want, want_half = totals.estimate(whole, 20, 0.95)
+        pd.testing.assert_frame_equal(got, want.head(7))
+        pd.testing.assert_frame_equal(got_half, want_half.head(7))

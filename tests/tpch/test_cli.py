@@ -115,4 +115,5 @@ def test_the_rotary_mode_answers_progressively_what_it_supports_and_the_rest_as_
     assert "progressive" not in q2  # Q2 has no progressive spec: plain SQL
     times = q6["progressive_median_s"]
     assert 0 < times["first_s"] <= times["accuracy95_s"] <= times["final_s"] <= q6["median_s"]
+    assert all(0 < run["quarter_accuracy"] <= 1 for run in q6["progressive"])  # after 5 of 20 batches
     assert "## Progressive answers (rotary)" in (out / "report.md").read_text()
