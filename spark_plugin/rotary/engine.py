@@ -221,11 +221,13 @@ class ProgressiveQuery:
         will show: a limited answer ordered by a total ranks its groups by their running sums, which the
         chunk's partials give before the batches are folded in one by one. Snapshots then need no lookup of
         their own (a top-20 of 10^5 customers changes with nearly every batch: one lookup per snapshot cost
-        8 s at SF 10). Ties and orders by a derived column are left to the lookup of each snapshot."""
+        8 s at SF 10). Ties and orders by a key or a derived column are left to the lookup of each snapshot."""
         limit, order, keys = self.spec.limit, self.spec.order, list(self.spec.keys)
-        if not (self.spec.attributes and limit and order) or order[0][0] not in partials[0]:
+        if not (self.spec.attributes and limit and order):
             return
         column, descending = order[0]
+        if column in keys or column not in partials[0]:  # ranked by a key or a derived column
+            return
         running = self._totals.sums[column] if self._totals is not None else pd.Series(dtype=float)
         shown = []
         for batch in partials:
