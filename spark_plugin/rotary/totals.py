@@ -69,9 +69,7 @@ class RunningTotals:
         for g in groups:
             self._row[g] = len(self._row)
         n = len(groups)
-        added = np.empty((n, len(self.keys)), dtype=object)
-        added[:] = groups if n else added
-        self._keys = np.vstack([self._keys, added])
+        self._keys = np.vstack([self._keys, _key_rows(groups, len(self.keys))])
         self._exact = np.vstack([self._exact, np.full((n, len(self.totals)), 0, dtype=object)])
         self._sums = np.vstack([self._sums, np.zeros((n, len(self.totals)))])
         self._products = np.vstack([self._products, np.zeros((n, len(self.pairs)))])
@@ -138,15 +136,12 @@ class RunningTotals:
         return pd.DataFrame(self._products[rows], index=self._index(rows),
                             columns=[_pair(a, b) for a, b in self.pairs])
 
-    def estimate(self, spec: QuerySpec, batches: int, confidence: float,
-                 limit: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """The answer's estimate (outputs, ordered and limited to ``limit`` rows, by default the spec's) and
-        the CI half-widths of its aggregates."""
-        limit = limit or spec.limit
+    def estimate(self, spec: QuerySpec, batches: int, confidence: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The answer's estimate (outputs, ordered and limited) and the CI half-widths of its aggregates."""
         b, exact_groups = self.batches_done, spec.exact_groups
         z = student_t.ppf((1 + confidence) / 2, b - 1) if b > 1 else np.nan
         exact_scale = Decimal(1) if exact_groups else Decimal(batches) / Decimal(b)
-        rows = self._answer_candidates(spec, batches, limit)
+        rows = self._answer_candidates(spec, batches)
         exact = self._exact_frame(rows)
         totals_exact = {c: exact[c].map(lambda v: _times(v, exact_scale)) for c in self.totals}
         if not exact_groups:
@@ -180,11 +175,11 @@ class RunningTotals:
             rank = result[by].apply(lambda s: s.map(_sortable))
             rank = rank.sort_values(by, ascending=[not desc for _, desc in spec.order], kind="mergesort")
             result, half = result.loc[rank.index], half.loc[rank.index]
-        if limit is not None:
-            result, half = result.head(limit), half.head(limit)
+        if spec.limit is not None:
+            result, half = result.head(spec.limit), half.head(spec.limit)
         return result.reset_index(drop=True), half.reset_index(drop=True)
 
-    def _answer_candidates(self, spec: QuerySpec, batches: int, limit: int | None):
+    def _answer_candidates(self, spec: QuerySpec, batches: int):
         """The rows that can be in a limited answer, in row order (a slice of all rows where any can).
 
         A top-k answer over 10^5 groups (Q10's customers) spent about a second per snapshot on exact
@@ -193,6 +188,7 @@ class RunningTotals:
         float rounding) beyond the k-th best cannot be in the answer, so the exact arithmetic, the full
         ordering and its tie-breaks run on the rest only, and the answer is unchanged. NULL or infinite
         values are always kept."""
+        limit = spec.limit
         if limit is None or not spec.order or self.groups <= limit:
             return slice(None)
         column, descending = spec.order[0]
@@ -251,8 +247,7 @@ class RunningTotals:
 
         frame = pq.read_table(path).to_pandas()
         self._row = {g: i for i, g in enumerate(zip(*(frame[k] for k in self.keys)))}
-        self._keys = np.empty((len(self._row), len(self.keys)), dtype=object)
-        self._keys[:] = list(self._row) if self._row else self._keys
+        self._keys = _key_rows(list(self._row), len(self.keys))
         self._group_index = None
         self._exact = _numbers([frame[f"exact.{c}"] for c in self.totals])
         self._sums = frame[[f"sum.{c}" for c in self.totals]].to_numpy(dtype=float)
@@ -261,6 +256,14 @@ class RunningTotals:
         self._seen = (frame[seen].to_numpy(dtype=bool) if set(seen) <= set(frame)
                       else np.ones((len(frame), len(self.totals)), dtype=bool))  # written before NULLs were kept
         self.batches_done = batches_done
+
+
+def _key_rows(groups: list[tuple], width: int) -> np.ndarray:
+    """Group keys (tuples of ``width`` values) as an object array with one row per group."""
+    rows = np.empty((len(groups), width), dtype=object)
+    if groups:
+        rows[:] = groups
+    return rows
 
 
 def _numbers(columns: list[pd.Series]) -> np.ndarray:
