@@ -15,7 +15,9 @@ import subprocess
 import tempfile
 import time
 import urllib.request
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from .errors import SparkrmError
 
@@ -24,6 +26,21 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@dataclass
+class WorkerHost:
+    """Where and how one worker runs: its address, and what isolates it from the others.
+
+    ``prefix`` goes before the worker's command (``["ip", "netns", "exec", "ns0"]`` runs it in a network
+    namespace), ``env`` is added to its environment (``SPARK_LOCAL_DIRS``: its executors' local directory),
+    and ``preexec`` runs in the child before it executes (joining a cgroup, which its executors inherit).
+    """
+
+    address: str
+    prefix: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    preexec: Callable[[], None] | None = None
 
 
 class StandaloneCluster:
@@ -41,42 +58,64 @@ class StandaloneCluster:
         Bind worker ``i`` (and so its executors) to loopback address ``127.0.0.{i + 2}`` instead of
         ``127.0.0.1``, so Spark sees one host per worker. Spark never runs a speculative copy on the host
         of the original attempt, so speculation needs this to act on one machine at all.
+    worker_hosts : list of WorkerHost, optional
+        One worker per entry, each run as it says (replaces ``workers`` and ``host_per_worker``):
+        ``benchmarks.cluster`` gives each its own network namespace, cgroups and local directory.
+    master_host : str, default="127.0.0.1"
+        Address the master binds to; workers in other network namespaces need one they can reach.
+    directory : Path, optional
+        Folder for logs and the workers' work directories (default: a new temporary folder, removed by
+        :meth:`stop`; a given one is left in place).
     """
 
     def __init__(self, workers: int = 1, cores: int = 2, memory: str = "2g", *, host_per_worker: bool = False,
-                 start_timeout_s: float = 60.0):
+                 worker_hosts: list[WorkerHost] | None = None, master_host: str = "127.0.0.1",
+                 directory: Path | None = None, start_timeout_s: float = 60.0):
+        if worker_hosts is not None:
+            workers = len(worker_hosts)
         if workers < 1 or cores < 1:
             raise ValueError(f"workers and cores must be >= 1. Got workers={workers!r}, cores={cores!r}.")
         if host_per_worker and workers > 250:
             raise ValueError(f"host_per_worker gives each worker a 127.0.0.x address: at most 250. Got {workers}.")
         self.workers, self.cores, self.memory, self.start_timeout_s = workers, cores, memory, start_timeout_s
-        self.hosts = [f"127.0.0.{i + 2}" if host_per_worker else "127.0.0.1" for i in range(workers)]
+        self.worker_hosts = worker_hosts or [WorkerHost(f"127.0.0.{i + 2}" if host_per_worker else "127.0.0.1")
+                                             for i in range(workers)]
+        self.hosts = [h.address for h in self.worker_hosts]
+        self.master_host = master_host
         self.port, self.ui_port = _free_port(), _free_port()
-        self.url = f"spark://127.0.0.1:{self.port}"
+        self.url = f"spark://{master_host}:{self.port}"
         self._procs: list[subprocess.Popen] = []
-        self._dir: Path | None = None
+        self._dir, self._own_dir = directory, directory is None
+
+    @property
+    def pids(self) -> list[int]:
+        """Process ids of the master and the workers (each leads a session of its own)."""
+        return [p.pid for p in self._procs]
 
     def start(self) -> "StandaloneCluster":
         import pyspark
 
         home = Path(pyspark.__file__).parent
-        self._dir = Path(tempfile.mkdtemp(prefix="sparkrm-standalone-"))
+        if self._own_dir:
+            self._dir = Path(tempfile.mkdtemp(prefix="sparkrm-standalone-"))
         env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOG_DIR": str(self._dir),
                "SPARK_WORKER_DIR": str(self._dir / "work")}
         spark_class = [str(home / "bin" / "spark-class")]
-        self._launch(spark_class + ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                                    "--port", str(self.port), "--webui-port", str(self.ui_port)], env, "master")
-        for i, host in enumerate(self.hosts):
-            self._launch(spark_class + ["org.apache.spark.deploy.worker.Worker", "--cores", str(self.cores),
-                                        "--memory", self.memory, "--webui-port", "0", "--host", host,
-                                        self.url], {**env, "SPARK_LOCAL_IP": host}, f"worker-{i}")
+        self._launch(spark_class + ["org.apache.spark.deploy.master.Master", "--host", self.master_host,
+                                    "--port", str(self.port), "--webui-port", str(self.ui_port)],
+                     {**env, "SPARK_LOCAL_IP": self.master_host}, "master")
+        worker = ["org.apache.spark.deploy.worker.Worker", "--cores", str(self.cores), "--memory", self.memory,
+                  "--webui-port", "0"]
+        for i, host in enumerate(self.worker_hosts):
+            self._launch(host.prefix + spark_class + worker + ["--host", host.address, self.url],
+                         {**env, "SPARK_LOCAL_IP": host.address, **host.env}, f"worker-{i}", host.preexec)
         self._wait_for_workers()
         return self
 
-    def _launch(self, cmd, env, name) -> None:
+    def _launch(self, cmd, env, name, preexec=None) -> None:
         log = open(self._dir / f"{name}.log", "w")
         self._procs.append(subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                            start_new_session=True))
+                                            start_new_session=True, preexec_fn=preexec))
 
     def _wait_for_workers(self) -> None:
         deadline = time.monotonic() + self.start_timeout_s
@@ -84,7 +123,7 @@ class StandaloneCluster:
             if any(p.poll() is not None for p in self._procs):
                 break
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.ui_port}/json/", timeout=2) as r:
+                with urllib.request.urlopen(f"http://{self.master_host}:{self.ui_port}/json/", timeout=2) as r:
                     import json
 
                     if sum(w["state"] == "ALIVE" for w in json.load(r)["workers"]) == self.workers:
@@ -107,7 +146,7 @@ class StandaloneCluster:
             except subprocess.TimeoutExpired:
                 p.kill()
         self._procs = []
-        if self._dir is not None:
+        if self._dir is not None and self._own_dir:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
 

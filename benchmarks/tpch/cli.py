@@ -2,13 +2,18 @@
 
 Examples
 --------
-Every query at SF 1, Spark as is, one timed run after a warm-up::
+Every query at SF 1, vanilla Spark against each sparkrm feature that applies to TPC-H (Riffle's merged
+shuffle files, Rotary's progressive answers), one first run of each, ending with what each buys::
 
     python -m benchmarks.tpch --sf 1
 
-Riffle against vanilla, three timed runs, selected queries::
+Riffle against vanilla, three timed runs after a warm-up, selected queries::
 
     python -m benchmarks.tpch --sf 1 --queries 3,5,9-10 --modes vanilla,riffle --repeat 3 --out runs/riffle
+
+On the emulated multi-host cluster (``python -m benchmarks.cluster up``)::
+
+    python -m benchmarks.tpch --sf 1 --master "$(python -m benchmarks.cluster url)"
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from pathlib import Path
 from benchmarks.common import run_metadata
 
 from .data import DataError, default_root
-from .modes import MODES, ModeError, parse_modes
+from .modes import DEFAULT_MODES, MODES, ModeError, parse_modes
 from .oracle import ResultMismatch
 from .queries import QuerySelectionError, parse_selection
 from .report import write_outputs
@@ -40,8 +45,11 @@ def build_parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sf", type=float, default=1.0, help="scale factor, > 0 (default 1)")
     p.add_argument("--queries", default="1-22", help="e.g. 1-22, 1,3,5-7 (default 1-22)")
-    p.add_argument("--modes", default="vanilla", help=f"comma-separated, of: {', '.join(MODES)} (default vanilla)")
+    p.add_argument("--modes", default=",".join(DEFAULT_MODES),
+                   help=f"comma-separated, of: {', '.join(MODES)} (default {','.join(DEFAULT_MODES)})")
     p.add_argument("--repeat", type=int, default=1, help="timed runs per query and mode (default 1)")
+    p.add_argument("--warmups", type=int, default=None,
+                   help="untimed runs before them (default 0 with --repeat 1: first runs, as a new user's; else 1)")
     p.add_argument("--executors", type=int, default=2, help="executor JVMs of the embedded cluster (default 2)")
     p.add_argument("--executor-cores", type=int, default=1, help="cores per executor (default 1)")
     p.add_argument("--executor-memory", type=int, default=2048, metavar="MIB", help="per executor (default 2048)")
@@ -69,6 +77,9 @@ def config_from(args) -> RunConfig:
     for name in ("repeat", "executors", "executor_cores", "parts", "shuffle_partitions"):
         if getattr(args, name) < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}.")
+    warmups = (0 if args.repeat == 1 else 1) if args.warmups is None else args.warmups
+    if warmups < 0:
+        raise UsageError(f"--warmups must be >= 0, got {warmups}.")
     if args.executor_memory < 512:
         raise UsageError(f"--executor-memory is in MiB and must be >= 512, got {args.executor_memory}.")
     conf = {}
@@ -80,7 +91,8 @@ def config_from(args) -> RunConfig:
     return RunConfig(sf=args.sf, parts=args.parts, queries=parse_selection(args.queries),
                      modes=parse_modes(args.modes), executors=args.executors,
                      executor_cores=args.executor_cores, executor_memory_mb=args.executor_memory,
-                     master=args.master, repeat=args.repeat, shuffle_partitions=args.shuffle_partitions,
+                     master=args.master, repeat=args.repeat, warmups=warmups,
+                     shuffle_partitions=args.shuffle_partitions,
                      validate=args.validate, data_root=args.data or default_root(), spark_conf=conf)
 
 
@@ -121,19 +133,21 @@ def main(argv=None) -> int:
         return 1
     meta = run_metadata({"argv": sys.argv[1:] if argv is None else list(argv)})
     paths = write_outputs(args.out, results, meta)
-    from .report import summarize
+    from .report import headline, summarize
 
     for mode, s in summarize(results).items():
-        print(f"{mode}: sum of medians {s['total_median_s']:.1f} s, geomean ratio {s['geomean_ratio']:.3f}, "
-              f"harness overhead {100 * s['harness_overhead']:.2f}%")
-    print(f"wrote {paths['json']}, {paths['md']}, {paths['png']}")
+        print(f"{mode}: sum of medians {s['total_median_s']:.1f} s, harness overhead "
+              f"{100 * s['harness_overhead']:.2f}%")
+    print(f"wrote {paths['json']}, {paths['md']}, {paths['png']}\n")
+    if len(cfg.modes) > 1:
+        print("\n".join(headline(results)))
     return 0
 
 
 def _progress_bar(cfg: RunConfig):
     from tqdm import tqdm
 
-    bar = tqdm(total=len(cfg.queries) * len(cfg.modes) * (cfg.repeat + 1), unit="run", file=sys.stderr)
+    bar = tqdm(total=len(cfg.queries) * len(cfg.modes) * (cfg.repeat + cfg.warmups), unit="run", file=sys.stderr)
 
     def advance(query, mode, label):
         if bar.n or bar.desc:

@@ -22,6 +22,8 @@ MODES: dict[str, list[str] | None] = {
 PROGRESSIVE_MODES = {"rotary"}
 
 BASELINE = "vanilla"
+#: What a run compares when no --modes is given: vanilla and every feature that applies to TPC-H.
+DEFAULT_MODES = ["vanilla", "riffle", "rotary"]
 
 
 class ModeError(ValueError):

@@ -2,7 +2,7 @@
 
 A query with a progressive spec (:func:`spark_plugin.rotary.available`) runs batch by batch over the
 batched copy of the data set; the mode reports when the first estimate arrived, when the estimate
-first reached 95% true accuracy (against the exact answer of the warm-up run, whose last batch gives
+first reached 95% true accuracy (against the exact answer of the first run, whose last batch gives
 it) and when the exact final answer arrived, and the true accuracy after a quarter of the batches (the
 latency goal for a 95% answer applies where a quarter of the data gives one); the final answer is what the
 runner validates against DuckDB. Other queries run as plain SQL, as in ``vanilla``.

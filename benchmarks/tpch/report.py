@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from pathlib import Path
 
-from benchmarks.common import markdown_table, pyplot, save_figure, write_json
+from benchmarks.common import interval, markdown_table, pyplot, save_figure, write_json
 
 SCHEMA_VERSION = 1
 
@@ -52,6 +53,49 @@ def summarize(results: dict) -> dict:
             summary[m]["riffle_reads"] = sum(x.get("riffle_reads", 0) for x in metrics)
             summary[m]["riffle_vanilla_reads"] = sum(x.get("riffle_vanilla_reads", 0) for x in metrics)
     return summary
+
+
+def headline(results: dict) -> list[str]:
+    """What each mode buys over the baseline, in a few lines a person reads in ten seconds.
+
+    Time: the geometric mean over queries of each query's ratio to the baseline, with a 95% t-interval over
+    queries; shuffle reads: what Riffle's reader issued against what Spark would have; progressive answers:
+    over the queries answered so, the median fraction of the baseline's time to the first estimate, to a 95%
+    accurate one and to the exact answer.
+    """
+    modes, queries = results["config"]["modes"], results["queries"]
+    base = next(iter(queries.values()))["baseline"]
+    summary = summarize(results)
+    lines = [f"TPC-H SF {results['config']['sf']:g}, {len(queries)} queries"
+             f"{', every answer checked against DuckDB' if results['config']['validate'] else ''}:"]
+    others = [m for m in modes if m != base]
+    width = max(map(len, others), default=0) + 2
+    for m in others:
+        ci = interval([math.log(q["ratio_to_baseline"][m]) for q in queries.values()])
+        spread = "" if ci["low"] is None else f"; 95% interval {math.exp(ci['low']):.2f}-{math.exp(ci['high']):.2f}"
+        parts = [f"time to the exact answer {math.exp(ci['mean']):.2f}x {base}'s (geomean over queries{spread})"]
+        if "riffle_reads" in summary[m]:
+            parts.append(f"shuffle reads issued / Spark would: {_reads_summary(summary[m])}")
+        parts.append(_progressive_fractions(queries, m, base))
+        lines += [f"  {(m if i == 0 else ''):<{width}}{part}" for i, part in enumerate(p for p in parts if p)]
+    return lines
+
+
+def _progressive_fractions(queries: dict, mode: str, base: str) -> str:
+    fractions = {k: [] for k in ("first_s", "accuracy95_s", "final_s")}
+    for entry in queries.values():
+        times = entry["modes"][mode].get("progressive_median_s")
+        for key, values in fractions.items():
+            if times and times[key] is not None:
+                values.append(times[key] / entry["modes"][base]["median_s"])
+    answered = len(fractions["final_s"])
+    if not answered:
+        return ""
+    median = statistics.median
+    reached = fractions["accuracy95_s"]
+    accurate = f"95% accurate at {median(reached):.2f}x ({len(reached)} of them)" if reached else "never 95% accurate"
+    return (f"{answered} queries answered progressively (medians): first estimate at "
+            f"{median(fractions['first_s']):.2f}x {base}'s time, {accurate}")
 
 
 def write_outputs(out_dir: Path, results: dict, meta: dict) -> dict:
@@ -78,12 +122,13 @@ def render_markdown(data: dict) -> str:
         f"{meta['machine']['cpus']} CPUs, {meta['machine']['memory_gib']} GiB",
         "",
         f"Master `{cfg['master']}`; data: {cfg['parts']} Parquet files per table; "
-        f"{cfg['repeat']} timed run(s) per query and mode after one warm-up run "
+        f"{cfg['repeat']} timed run(s) per query and mode after {_warmups(cfg)} "
         f"({'validated against DuckDB' if cfg['validate'] else 'not validated'}). Modes interleaved query by "
         "query. Spark settings: " + ", ".join(f"`{k}={v}`" for k, v in sorted(cfg["session_conf"].items())) + ".",
         "",
         "## Summary",
         "",
+        *(["```", *headline(data), "```", ""] if others else []),
         markdown_table(["mode", "sum of medians s", f"geomean ratio to {base}", "harness overhead",
                         "shuffle reads / Spark would"],
                        [[m, summary[m]["total_median_s"], summary[m]["geomean_ratio"],
@@ -145,6 +190,11 @@ def _progressive_section(data: dict, base: str) -> list[str]:
                       "", markdown_table(["Q", f"{base} s", "first estimate s", "of exact", "95% accurate s",
                                           "of exact", "exact answer s", "of exact", "accuracy at 1/4"], rows)]
     return lines
+
+
+def _warmups(cfg: dict) -> str:
+    n = cfg.get("warmups", 1)  # results from before --warmups had one
+    return {0: "no warm-up (first runs)", 1: "one warm-up run"}.get(n, f"{n} warm-up runs")
 
 
 def _reads_summary(mode_summary: dict) -> str:

@@ -19,6 +19,7 @@ PROJECT = Path(__file__).resolve().parents[2]
     (["--sf", "0"], "--sf must be > 0, got 0"),
     (["--sf", "-2"], "--sf must be > 0, got -2"),
     (["--repeat", "0"], "--repeat must be >= 1"),
+    (["--warmups", "-1"], "--warmups must be >= 0"),
     (["--conf", "executor.memory=1g"], "--conf takes spark.KEY=VALUE"),
 ])
 def test_bad_arguments_exit_2_with_a_message(args, message, tmp_path, capsys):
@@ -99,6 +100,38 @@ def test_summary_compares_every_mode_with_the_baseline():
     assert summary["riffle"]["geomean_ratio"] == pytest.approx(1.0)  # 0.5x and 2x
     assert summary["riffle"]["total_median_s"] == 3.0 and summary["riffle"]["harness_overhead"] == pytest.approx(0.1)
     assert (summary["riffle"]["riffle_reads"], summary["riffle"]["riffle_vanilla_reads"]) == (8, 32)
+
+
+def test_by_default_vanilla_is_compared_with_every_feature_in_first_runs():
+    cfg = cli.config_from(cli.build_parser().parse_args([]))
+    assert cfg.modes == ["vanilla", "riffle", "rotary"] and (cfg.repeat, cfg.warmups) == (1, 0)
+    assert cli.config_from(cli.build_parser().parse_args(["--repeat", "3"])).warmups == 1
+
+
+def test_the_headline_says_what_each_feature_buys_with_an_interval():
+    def query(vanilla_s, riffle_s, rotary_s, first_s, accurate_s):
+        progressive = {"first_s": first_s, "accuracy95_s": accurate_s, "final_s": rotary_s}
+        return {"baseline": "vanilla",
+                "ratio_to_baseline": {"vanilla": 1.0, "riffle": riffle_s / vanilla_s, "rotary": rotary_s / vanilla_s},
+                "modes": {"vanilla": {"median_s": vanilla_s, "wall_s": [vanilla_s], "harness_s": [0], "metrics": {}},
+                          "riffle": {"median_s": riffle_s, "wall_s": [riffle_s], "harness_s": [0],
+                                     "metrics": {"riffle_reads": 10, "riffle_vanilla_reads": 40}},
+                          "rotary": {"median_s": rotary_s, "wall_s": [rotary_s], "harness_s": [0], "metrics": {},
+                                     "progressive_median_s": progressive}}}
+
+    results = {"config": {"modes": ["vanilla", "riffle", "rotary"], "sf": 1, "validate": True},
+               "queries": {1: query(4.0, 2.0, 4.0, 0.4, 1.0), 2: query(2.0, 1.0, 2.0, 0.4, None),
+                           3: query(1.0, 0.5, 1.0, 0.2, 0.5)}}
+    riffle, reads, rotary, progressive = report.headline(results)[1:]
+    assert riffle.split() == ["riffle", "time", "to", "the", "exact", "answer", "0.50x", "vanilla's", "(geomean",
+                              "over", "queries;", "95%", "interval", "0.50-0.50)"]  # one ratio everywhere
+    assert reads.strip() == "shuffle reads issued / Spark would: 30 / 120 (75% fewer)"
+    assert "time to the exact answer 1.00x" in rotary
+    assert progressive.strip() == ("3 queries answered progressively (medians): first estimate at 0.20x vanilla's "
+                                   "time, 95% accurate at 0.38x (2 of them)")
+    results["queries"][2]["ratio_to_baseline"]["riffle"] = 1.0
+    assert re.search(r"0\.63x vanilla's \(geomean over queries; 95% interval 0\.\d\d-\d\.\d\d\)",
+                     report.headline(results)[1])
 
 
 @pytest.mark.spark

@@ -1,0 +1,122 @@
+"""The emulated multi-host cluster: hosts really apart, Riffle exact and safe across them, nothing left after.
+
+One cluster of two hosts, one executor each, serves the module (``up`` takes 10-20 s). What the machine
+allows decides the isolation (namespaces and cgroups as root, loopback addresses otherwise); the tests
+check whichever was built, and that ``up`` said which was skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import spark_plugin
+from benchmarks.cluster import ClusterSpec, down, session_conf, up
+from benchmarks.cluster.isolation import BRIDGE
+from tests.conftest import stop_and_clean
+from tests.helpers import eventually
+from tests.wrangler.jobs import executor_ids
+from tests.shuffle_merge import merged_files
+from tests.shuffle_merge.corruption import RIFFLE_CONF, assert_read_from_originals_without_recomputation, \
+    read_again_after
+from tests.shuffle_merge.workloads import WORKLOADS
+
+pytestmark = pytest.mark.spark
+
+HOSTS = 2
+
+
+def _bridge_exists() -> bool:
+    return subprocess.run(["ip", "link", "show", BRIDGE], capture_output=True).returncode == 0
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    if os.geteuid() == 0 and _bridge_exists():
+        pytest.skip(f"an emulated cluster is already up on this machine (bridge {BRIDGE}); take it down first")
+    directory = tmp_path_factory.mktemp("cluster")
+    state = up(ClusterSpec(hosts=HOSTS, executors_per_host=1, executor_memory_mb=768, iops=2000,
+                           apps=1), directory,
+               log=lambda _: None)
+    yield state
+    down(directory, log=lambda _: None)
+
+
+@pytest.fixture(scope="module")
+def spark(cluster):
+    conf = {k: v for k, v in RIFFLE_CONF.items() if k != "spark.local.dir"}  # each host has its own
+    session = spark_plugin.session(cluster["master"], ["telemetry", "riffle"], app_name="emulated-cluster",
+                                   conf={**session_conf(cluster), **conf})
+    app_id = session.sparkContext.applicationId
+    eventually(lambda: len(executor_ids(session)) == HOSTS, timeout=90)
+    yield session
+    stop_and_clean(session, app_id)
+
+
+@pytest.fixture(scope="module")
+def tm(spark):
+    return spark_plugin.telemetry(spark)
+
+
+def where_tasks_run(spark) -> dict[str, dict]:
+    """Per host address a task ran at: its network namespace, cgroup paths and CPU quota, read by the task."""
+    def probe(_):
+        import socket
+
+        groups = dict(line.split(":", 2)[1:] for line in Path("/proc/self/cgroup").read_text().splitlines())
+        quota = Path("/sys/fs/cgroup/cpu", groups.get("cpu", "/").lstrip("/"), "cpu.cfs_quota_us")
+        yield (os.environ.get("SPARK_LOCAL_IP") or socket.gethostname(),
+               {"netns": os.readlink("/proc/self/ns/net"), "cgroups": groups,
+                "quota_us": int(quota.read_text()) if quota.exists() else None})
+    return dict(spark.sparkContext.parallelize(range(8), 8).mapPartitions(probe).collect())
+
+
+def test_each_host_has_its_own_address_network_and_limits(spark, cluster):
+    seen = where_tasks_run(spark)
+    assert sorted(seen) == sorted(h["address"] for h in cluster["hosts"])
+    if cluster["network"] == "netns":
+        namespaces = {s["netns"] for s in seen.values()}
+        assert len(namespaces) == HOSTS and os.readlink("/proc/self/ns/net") not in namespaces
+    else:
+        assert cluster["skipped"]["network"]  # it said why
+    for h in cluster["hosts"]:
+        for controller in ("cpu", "memory", "blkio"):
+            if controller in h["cgroups"]:
+                assert seen[h["address"]]["cgroups"][controller].endswith(f"/host-{h['index']}")
+            else:
+                assert cluster["skipped"][controller]
+        if "cpu" in h["cgroups"]:
+            assert seen[h["address"]]["quota_us"] == int(ClusterSpec(**cluster["spec"]).cpus() * 100_000)
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_riffle_across_hosts_gives_vanilla_results(spark, tm, vanilla_results, name):
+    mark = tm.mark()
+    assert WORKLOADS[name](spark) == vanilla_results[name]
+    reads = tm.records(since=mark)["shuffle_read"].to_pylist()
+    assert sum(r["mergedBlocks"] for r in reads) > 0 and sum(r["fallbacks"] for r in reads) == 0
+
+
+def test_a_damaged_merged_file_on_one_host_is_read_from_the_originals(spark, tm, cluster):
+    records, _, _ = read_again_after(spark, tm, Path(cluster["directory"]), "rdd",
+                                     lambda path: merged_files.damage(path, "middle"))
+    assert_read_from_originals_without_recomputation(records, some_merged_used=True)
+
+
+def test_down_removes_every_process_namespace_group_and_file(spark, cluster):
+    directory = Path(cluster["directory"])
+    pids = cluster["pids"]
+    assert down(directory, log=lambda _: None)
+    for pid in pids:
+        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+    assert not directory.exists()
+    for h in cluster["hosts"]:
+        assert all(not Path(folder).exists() for folder in h["cgroups"].values())
+        if h["netns"]:
+            assert not Path("/var/run/netns", h["netns"]).exists()
+    if cluster["network"] == "netns":
+        assert not _bridge_exists()
+    assert not down(directory, log=lambda _: None)  # twice is harmless
