@@ -20,6 +20,20 @@ RESULTS_DIR = Path(__file__).resolve().parent / "results"
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 
 
+def add_master_option(parser) -> None:
+    """``--master``: run on a given Spark master instead of the benchmark's own embedded cluster."""
+    parser.add_argument("--master", default=None,
+                        help="Spark master to run on instead of an embedded cluster; the emulated hosts' is "
+                             "\"$(python -m benchmarks.cluster url)\", whose settings are then added")
+
+
+def master_conf(master: str | None) -> dict:
+    """Settings an application needs on ``master``: the emulated cluster's when it is that one, else none."""
+    from benchmarks.cluster import conf_for_master
+
+    return conf_for_master(master)
+
+
 def git_sha() -> str:
     """Short commit id of the checkout, with ``-dirty`` when it has uncommitted changes."""
     def git(*args):

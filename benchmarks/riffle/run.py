@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import RESULTS_DIR, result_path, run_metadata, spread, write_json
+from benchmarks.common import RESULTS_DIR, add_master_option, master_conf, result_path, run_metadata, spread, write_json
 
 from .report import write_slow_disk_report, write_synthetic_report
 from .slow_disk import IopsCap, device_of, drop_caches, unavailable_reason
@@ -30,12 +30,13 @@ from .workload import SyntheticShuffle, measure, partition_keys, shuffle_job
 def session(args, local_dir: str):
     import spark_plugin
 
+    master = getattr(args, "master", None)
     return spark_plugin.session(
-        f"local-cluster[{args.executors},1,2048]", ["telemetry", "riffle"], app_name="riffle-benchmark",
+        master or f"local-cluster[{args.executors},1,2048]", ["telemetry", "riffle"], app_name="riffle-benchmark",
         conf={"spark.shuffle.compress": "false", "spark.sql.adaptive.enabled": "false",
               "spark.sql.shuffle.partitions": str(args.reducers), "spark.riffle.bestEffort.timeout": "120s",
               "spark.riffle.merger.memoryBudget": "512m", "spark.ui.showConsoleProgress": "false",
-              "spark.local.dir": local_dir})
+              "spark.local.dir": local_dir, **master_conf(master)})
 
 
 def configs(fan_ins: list[int]) -> list[dict]:
@@ -96,7 +97,8 @@ def synthetic(args) -> Path:
         s["reduce_ratio"] = s["reduce_stage_s"] / base["reduce_stage_s"]
         s["job_ratio"] = s["job_s"] / base["job_s"]
     meta = run_metadata({"maps": args.maps, "reducers": args.reducers, "block_kb": args.block_kb,
-                         "executors": args.executors, "repeat": args.repeat, "fan_ins": args.fan_ins})
+                         "executors": args.executors, "repeat": args.repeat, "fan_ins": args.fan_ins,
+                         "master": args.master or f"local-cluster[{args.executors},1,2048]"})
     path = write_json(result_path("riffle", "synthetic.json", meta, args.out),
                       {"meta": meta, "configs": plan, "runs": runs, "summary": summary})
     print(write_synthetic_report(path))
@@ -175,7 +177,7 @@ def tpch(args) -> int:
 
     out = args.out or RESULTS_DIR / "riffle" / f"tpch-sf{args.sf:g}"
     return cli.main(["--sf", str(args.sf), "--modes", "vanilla,riffle", "--repeat", str(args.repeat),
-                     "--out", str(out), "--no-progress"])
+                     "--out", str(out), "--no-progress"] + (["--master", args.master] if args.master else []))
 
 
 def main(argv=None) -> int:
@@ -188,6 +190,8 @@ def main(argv=None) -> int:
         p = sub.add_parser(name, help=helptext)
         p.add_argument("--repeat", type=int, default=3, help="rounds (default 3)")
         p.add_argument("--out", type=Path, default=None, help="output folder (default benchmarks/results/riffle)")
+        if name != "slow-disk":  # slow-disk caps its own executors' reads; the emulated hosts cap theirs
+            add_master_option(p)
         if name == "tpch":
             p.add_argument("--sf", type=float, default=1.0, help="scale factor (default 1)")
             continue

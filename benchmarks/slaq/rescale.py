@@ -11,42 +11,47 @@ executor has none of the cached blocks, against the steady iterations before.
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
 
-from benchmarks.common import markdown_table, report_header, result_path, run_metadata, write_json
+from benchmarks.common import markdown_table, master_conf, report_header, result_path, run_metadata, write_json
 
 
-def measure(rows: int, rounds: int) -> dict:
+def measure(rows: int, rounds: int, master: str | None = None) -> dict:
+    """On ``master`` (default: a one-worker standalone cluster of 2 cores), the application holds every core
+    the emulated cluster gives it (``spark.cores.max``), or 2 on another master."""
     import spark_plugin
     from spark_plugin.slaq.coordinator import Coordinator, RemoteJob
     from spark_plugin.standalone import StandaloneCluster
 
     from .workload import datasets
 
-    with StandaloneCluster(workers=1, cores=2, memory="4g") as cluster:
-        spark = spark_plugin.session(cluster.url, features=[], app_name="slaq-rescale",
-                                     conf={"spark.executor.cores": "1", "spark.executor.memory": "1g",
-                                           "spark.ui.showConsoleProgress": "false"})
-        try:
-            data = datasets(spark.sparkContext, rows, partitions=4)["logreg"]
-            with Coordinator(cores=2, policy="fair", epoch_s=0.2) as coordinator:
-                app = RemoteJob(coordinator.address, "app", spark=spark)
-                steady, after_grow = [], []
-                for round_ in range(rounds):
-                    steady += _iteration_times(data, app, 4)
-                    other = RemoteJob(coordinator.address, f"other-{round_}")
-                    _wait_for(lambda: app.wait_for_cores() == 1)
-                    other.finish()
-                    _wait_for(lambda: app.wait_for_cores() == 2)
-                    after_grow += _iteration_times(data, app, 1)
-                app.finish()
-            latencies = app.scaler.latencies
-        finally:
-            spark.stop()
+    with contextlib.ExitStack() as stack:
+        if master is None:
+            master = stack.enter_context(StandaloneCluster(workers=1, cores=2, memory="4g")).url
+        conf = {"spark.executor.cores": "1", "spark.executor.memory": "1g", "spark.cores.max": "2",
+                **master_conf(master), "spark.ui.showConsoleProgress": "false"}
+        cores, half = int(conf["spark.cores.max"]), int(conf["spark.cores.max"]) // 2
+        spark = spark_plugin.session(master, features=[], app_name="slaq-rescale", conf=conf)
+        stack.callback(spark.stop)
+        data = datasets(spark.sparkContext, rows, partitions=2 * cores)["logreg"]
+        with Coordinator(cores=cores, policy="fair", epoch_s=0.2) as coordinator:
+            app = RemoteJob(coordinator.address, "app", spark=spark)
+            steady, after_grow = [], []
+            for round_ in range(rounds):
+                steady += _iteration_times(data, app, 4)
+                other = RemoteJob(coordinator.address, f"other-{round_}")
+                _wait_for(lambda: app.wait_for_cores() == cores - half)
+                other.finish()
+                _wait_for(lambda: app.wait_for_cores() == cores)
+                after_grow += _iteration_times(data, app, 1)
+            app.finish()
+        latencies = app.scaler.latencies
     shrink = [s for a, b, s in latencies if b < a]
     grow = [s for a, b, s in latencies if b > a and a > 0]
-    return {"shrink_s": shrink, "grow_s": grow, "steady_iteration_s": steady, "first_after_grow_s": after_grow}
+    return {"shrink_s": shrink, "grow_s": grow, "steady_iteration_s": steady, "first_after_grow_s": after_grow,
+            "cores": cores, "master": master}
 
 
 def _iteration_times(data, job, n: int) -> list[float]:
@@ -83,18 +88,21 @@ def _wait_for(condition, timeout_s: float = 60.0) -> None:
 
 
 def run(args) -> None:
-    meta = run_metadata({"rows": args.rows, "rounds": args.rounds})
-    result = measure(args.rows, args.rounds)
+    meta = run_metadata({"rows": args.rows, "rounds": args.rounds, "master": args.master})
+    result = measure(args.rows, args.rounds, args.master)
     json_path = write_json(result_path("slaq", "rescale.json", meta, args.out), {"meta": meta, **result})
-    med = {k: statistics.median(v) for k, v in result.items() if v}
+    med = {k: statistics.median(v) for k, v in result.items() if isinstance(v, list) and v}
+    n, kept = result["cores"], result["cores"] - result["cores"] // 2
+    where = ("a one-worker standalone cluster with 2 cores" if args.master is None
+             else f"`{result['master']}`, holding {n} one-core executors")
     md = report_header(meta, "SLAQ across applications: the cost of moving executors") + [
-        f"One application (`spark.executor.cores=1`) on a one-worker standalone cluster with 2 cores; logistic "
-        f"regression on {args.rows} cached rows in 4 blocks. {args.rounds} rounds of: steady iterations on 2 "
-        "executors, another job joins the coordinator (fair policy: the application shrinks to 1 executor), "
-        "leaves (it grows back to 2).", "",
+        f"One application (`spark.executor.cores=1`) on {where}; logistic regression on {args.rows} cached rows "
+        f"in {2 * n} blocks. {args.rounds} rounds of: steady iterations on {n} executors, another job joins the "
+        f"coordinator (fair policy: the application shrinks to {kept}), leaves (it grows back to {n}).", "",
         markdown_table(["measure", "median s", "all"],
                        [[name, med.get(key, float("nan")), ", ".join(f"{v:.2f}" for v in result[key])]
-                        for name, key in (("shrink 2 -> 1 executors", "shrink_s"), ("grow 1 -> 2 executors", "grow_s"),
+                        for name, key in ((f"shrink {n} -> {kept} executors", "shrink_s"),
+                                          (f"grow {kept} -> {n} executors", "grow_s"),
                                           ("steady iteration", "steady_iteration_s"),
                                           ("first iteration after a grow", "first_after_grow_s"))]), ""]
     md_path = json_path.with_name(json_path.name.replace(".json", ".md"))

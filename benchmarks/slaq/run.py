@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import result_path, run_metadata, write_json
+from benchmarks.common import add_master_option, result_path, run_metadata, write_json
 
 from . import metrics
 from .report import write_report
@@ -145,6 +145,7 @@ def main(argv=None) -> int:
     r = sub.add_parser("rescale", help="executor resize latency and cache loss under the cross-application coordinator")
     r.add_argument("--rows", type=int, default=200_000, help="rows of the cached data set (default 200000)")
     r.add_argument("--rounds", type=int, default=3, help="shrink-and-grow rounds (default 3)")
+    add_master_option(r)
     sim = sub.add_parser("simulate", help="replay a workload run's loss curves on a bigger simulated cluster")
     sim.add_argument("source", type=Path, help="a workload run's JSON")
     sim.add_argument("--cores", type=int, default=32, help="simulated cores (default 32)")

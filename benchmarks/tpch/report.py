@@ -122,7 +122,7 @@ def render_markdown(data: dict) -> str:
         f"{meta['machine']['cpus']} CPUs, {meta['machine']['memory_gib']} GiB",
         "",
         f"Master `{cfg['master']}`; data: {cfg['parts']} Parquet files per table; "
-        f"{cfg['repeat']} timed run(s) per query and mode after {_warmups(cfg)} "
+        f"{cfg['repeat']} timed run(s) per query and mode, {_warmups(cfg)} "
         f"({'validated against DuckDB' if cfg['validate'] else 'not validated'}). Modes interleaved query by "
         "query. Spark settings: " + ", ".join(f"`{k}={v}`" for k, v in sorted(cfg["session_conf"].items())) + ".",
         "",
@@ -194,7 +194,7 @@ def _progressive_section(data: dict, base: str) -> list[str]:
 
 def _warmups(cfg: dict) -> str:
     n = cfg.get("warmups", 1)  # results from before --warmups had one
-    return {0: "no warm-up (first runs)", 1: "one warm-up run"}.get(n, f"{n} warm-up runs")
+    return {0: "no warm-up (first runs)", 1: "after one warm-up run"}.get(n, f"after {n} warm-up runs")
 
 
 def _reads_summary(mode_summary: dict) -> str:

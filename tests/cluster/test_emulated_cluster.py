@@ -8,7 +8,10 @@ check whichever was built, and that ``up`` said which was skipped.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -27,6 +30,8 @@ from tests.shuffle_merge.workloads import WORKLOADS
 pytestmark = pytest.mark.spark
 
 HOSTS = 2
+#: Wrangler's node samples every half second, and no model trained: its counters are what is tested here.
+WRANGLER_SAMPLES_ONLY = {"spark.wrangler.interval": "500ms", "spark.wrangler.train.warmup": "1h"}
 
 
 def _bridge_exists() -> bool:
@@ -48,8 +53,8 @@ def cluster(tmp_path_factory):
 @pytest.fixture(scope="module")
 def spark(cluster):
     conf = {k: v for k, v in RIFFLE_CONF.items() if k != "spark.local.dir"}  # each host has its own
-    session = spark_plugin.session(cluster["master"], ["telemetry", "riffle"], app_name="emulated-cluster",
-                                   conf={**session_conf(cluster), **conf})
+    session = spark_plugin.session(cluster["master"], ["telemetry", "riffle", "wrangler"], app_name="emulated-cluster",
+                                   conf={**session_conf(cluster), **conf, **WRANGLER_SAMPLES_ONLY})
     app_id = session.sparkContext.applicationId
     eventually(lambda: len(executor_ids(session)) == HOSTS, timeout=90)
     yield session
@@ -104,6 +109,41 @@ def test_a_damaged_merged_file_on_one_host_is_read_from_the_originals(spark, tm,
     records, _, _ = read_again_after(spark, tm, Path(cluster["directory"]), "rdd",
                                      lambda path: merged_files.damage(path, "middle"))
     assert_read_from_originals_without_recomputation(records, some_merged_used=True)
+
+
+def test_wrangler_sees_network_traffic_only_on_the_host_that_sends_it(spark, tm, cluster):
+    if cluster["network"] != "netns":
+        pytest.skip(f"hosts share this machine's network counters here: {cluster['skipped']['network']}")
+    busy, quiet = cluster["hosts"][0], cluster["hosts"][1]
+    executors = {e["executorId"]: e["host"] for e in tm.executors().to_pylist() if e.get("host")}
+    start_ms = time.time() * 1000
+    send_from(busy["netns"], cluster["gateway"], megabytes=300)
+    end_ms = time.time() * 1000
+    time.sleep(1.5)  # the next samples cover the transfer's end
+
+    def rates(host):
+        n = tm.records()["node"].to_pandas()
+        n = n[n["executorId"].map(executors) == host["address"]]
+        return n[(n["time"] >= start_ms) & (n["time"] <= end_ms + 1500)]["netTxBytesPerS"]
+
+    busy_rates, quiet_rates = eventually(lambda: rates(busy) if len(rates(busy)) else None), rates(quiet)
+    assert len(quiet_rates) > 0
+    assert busy_rates.max() > 20 * 2**20 and quiet_rates.max() < busy_rates.max() / 10
+
+
+def send_from(netns: str, address: str, *, megabytes: int) -> None:
+    """Send ``megabytes`` from a process in network namespace ``netns`` to a listener here at ``address``."""
+    with socket.create_server((address, 0)) as server:
+        port = server.getsockname()[1]
+        sender = subprocess.Popen(["nsenter", f"--net=/var/run/netns/{netns}", sys.executable, "-c",
+                                   "import socket; s = socket.create_connection(('%s', %d)); "
+                                   "[s.sendall(bytes(2**20)) for _ in range(%d)]; s.close()"
+                                   % (address, port, megabytes)])
+        conn, _ = server.accept()
+        with conn:
+            while conn.recv(2**20):
+                pass
+        assert sender.wait(timeout=60) == 0
 
 
 def test_down_removes_every_process_namespace_group_and_file(spark, cluster):
