@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import spark_plugin
-from benchmarks.cluster import ClusterSpec, down, session_conf, up
+from benchmarks.cluster import ClusterError, ClusterSpec, down, session_conf, up
 from benchmarks.cluster.isolation import BRIDGE
 from tests.conftest import stop_and_clean
 from tests.helpers import eventually
@@ -126,7 +126,8 @@ def test_wrangler_sees_network_traffic_only_on_the_host_that_sends_it(spark, tm,
         n = n[n["executorId"].map(executors) == host["address"]]
         return n[(n["time"] >= start_ms) & (n["time"] <= end_ms + 1500)]["netTxBytesPerS"]
 
-    busy_rates, quiet_rates = eventually(lambda: rates(busy) if len(rates(busy)) else None), rates(quiet)
+    busy_rates = eventually(lambda: [r] if len(r := rates(busy)) else None)[0]
+    quiet_rates = rates(quiet)
     assert len(quiet_rates) > 0
     assert busy_rates.max() > 20 * 2**20 and quiet_rates.max() < busy_rates.max() / 10
 
@@ -144,6 +145,24 @@ def send_from(netns: str, address: str, *, megabytes: int) -> None:
             while conn.recv(2**20):
                 pass
         assert sender.wait(timeout=60) == 0
+
+
+def test_without_isolation_each_host_is_a_loopback_address_and_up_says_so(tmp_path):
+    state = up(ClusterSpec(hosts=2, executors_per_host=1, isolate=False, apps=1), tmp_path / "plain",
+               log=lambda _: None)
+    try:
+        assert [h["address"] for h in state["hosts"]] == ["127.0.0.2", "127.0.0.3"]
+        assert state["network"] == "loopback" and state["master"].startswith("spark://127.0.0.1:")
+        assert all(not h["cgroups"] and h["netns"] is None for h in state["hosts"])
+        assert set(state["skipped"].values()) == {"isolation switched off"}
+        assert session_conf(state)["spark.driver.host"] == "127.0.0.1"
+    finally:
+        assert down(tmp_path / "plain", log=lambda _: None)
+
+
+def test_a_second_up_is_refused_while_one_is_up(cluster):
+    with pytest.raises(ClusterError, match="already up"):
+        up(ClusterSpec(hosts=1), Path(cluster["directory"]), log=lambda _: None)
 
 
 def test_down_removes_every_process_namespace_group_and_file(spark, cluster):
