@@ -34,6 +34,21 @@ def master_conf(master: str | None) -> dict:
     return conf_for_master(master)
 
 
+def cluster_label(conf: dict, executor_cores: int = 1) -> str:
+    """Where a run ran, from its recorded configuration: the ``--master`` given, or its own local-cluster."""
+    return conf.get("master") or f"local-cluster[{conf['executors']},{executor_cores},2048]"
+
+
+def benchmark_session(args, features, *, conf: dict, executor_cores: int = 1, app_name: str = "sparkrm-benchmark"):
+    """A benchmark's session: on ``args.master`` with the settings it needs, else on a local-cluster of
+    ``args.executors`` executors of ``executor_cores`` cores and 2 GiB each."""
+    import spark_plugin
+
+    master = getattr(args, "master", None)
+    return spark_plugin.session(master or f"local-cluster[{args.executors},{executor_cores},2048]", features,
+                                app_name=app_name, conf={**conf, **master_conf(master)})
+
+
 def git_sha() -> str:
     """Short commit id of the checkout, with ``-dirty`` when it has uncommitted changes."""
     def git(*args):

@@ -136,11 +136,15 @@ def read_state(directory: Path | None = None) -> dict | None:
 def session_conf(state: dict) -> dict[str, str]:
     """Spark settings an application needs on this cluster: the driver reachable from every host, and
     executors sized so each host runs ``executors_per_host`` of them (the master spreads an application's
-    executors over the workers, so ``spark.cores.max`` of one per executor gives each host its share)."""
+    executors over the workers, so ``spark.cores.max`` of one per executor gives each host its share). The
+    session starts once all of them have registered, so a benchmark sizing its work by
+    ``defaultParallelism`` sees the whole cluster."""
     spec = state["spec"]
     return {"spark.driver.host": state["gateway"], "spark.driver.bindAddress": state["gateway"],
             "spark.executor.cores": "1", "spark.executor.memory": f"{spec['executor_memory_mb']}m",
-            "spark.cores.max": str(spec["hosts"] * spec["executors_per_host"])}
+            "spark.cores.max": str(spec["hosts"] * spec["executors_per_host"]),
+            "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+            "spark.scheduler.maxRegisteredResourcesWaitingTime": "120s"}
 
 
 def conf_for_master(master: str | None) -> dict[str, str]:

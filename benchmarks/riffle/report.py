@@ -6,15 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from benchmarks.common import markdown_table, pyplot, report_header, save_figure, write_markdown
-
-
-def _where(conf: dict) -> str:
-    """The cluster a run used: its own local-cluster, or the master it was given (``--master``)."""
-    master = conf.get("master") or "local-cluster"
-    if master.startswith("local-cluster"):
-        return f"{conf['executors']} executors (`local-cluster`)"
-    return f"the executors of `{master}`"
+from benchmarks.common import cluster_label, markdown_table, pyplot, report_header, save_figure, write_markdown
 
 
 def write_synthetic_report(json_path: Path) -> Path:
@@ -28,7 +20,7 @@ def write_synthetic_report(json_path: Path) -> Path:
             for label, s in summary.items()]
     md = report_header(data["meta"], "Riffle: synthetic shuffle, N-way sweep") + [
         f"{conf['maps']} maps x {conf['reducers']} reducers, {conf['block_kb']} KiB per map-reduce block, "
-        f"{_where(conf)}, shuffle compression off, AQE off. All configurations "
+        f"`{cluster_label(conf)}`, shuffle compression off, AQE off. All configurations "
         f"run in one application, interleaved over {conf['repeat']} rounds (per-job settings); medians.",
         "",
         markdown_table(["config", "reads/reducer", "model", "model error", "thesis (1-f)M+fM/N", "avg read KiB",

@@ -20,7 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import RESULTS_DIR, add_master_option, master_conf, result_path, run_metadata, spread, write_json
+from benchmarks.common import (RESULTS_DIR, add_master_option, benchmark_session, result_path, run_metadata, spread,
+                               write_json)
 
 from .report import write_slow_disk_report, write_synthetic_report
 from .slow_disk import IopsCap, device_of, drop_caches, unavailable_reason
@@ -28,15 +29,12 @@ from .workload import SyntheticShuffle, measure, partition_keys, shuffle_job
 
 
 def session(args, local_dir: str):
-    import spark_plugin
-
-    master = getattr(args, "master", None)
-    return spark_plugin.session(
-        master or f"local-cluster[{args.executors},1,2048]", ["telemetry", "riffle"], app_name="riffle-benchmark",
+    return benchmark_session(
+        args, ["telemetry", "riffle"], app_name="riffle-benchmark",
         conf={"spark.shuffle.compress": "false", "spark.sql.adaptive.enabled": "false",
               "spark.sql.shuffle.partitions": str(args.reducers), "spark.riffle.bestEffort.timeout": "120s",
               "spark.riffle.merger.memoryBudget": "512m", "spark.ui.showConsoleProgress": "false",
-              "spark.local.dir": local_dir, **master_conf(master)})
+              "spark.local.dir": local_dir})
 
 
 def configs(fan_ins: list[int]) -> list[dict]:
@@ -98,7 +96,7 @@ def synthetic(args) -> Path:
         s["job_ratio"] = s["job_s"] / base["job_s"]
     meta = run_metadata({"maps": args.maps, "reducers": args.reducers, "block_kb": args.block_kb,
                          "executors": args.executors, "repeat": args.repeat, "fan_ins": args.fan_ins,
-                         "master": args.master or f"local-cluster[{args.executors},1,2048]"})
+                         "master": args.master})
     path = write_json(result_path("riffle", "synthetic.json", meta, args.out),
                       {"meta": meta, "configs": plan, "runs": runs, "summary": summary})
     print(write_synthetic_report(path))

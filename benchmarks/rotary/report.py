@@ -6,7 +6,8 @@ import json
 import statistics
 from pathlib import Path
 
-from benchmarks.common import interval, markdown_table, pyplot, report_header, save_figure, write_markdown
+from benchmarks.common import (cluster_label, interval, markdown_table, pyplot, report_header, save_figure,
+                               write_markdown)
 
 KINDS = ("light", "medium", "heavy")
 
@@ -21,7 +22,7 @@ def write_time_to_accuracy_report(json_path: Path) -> Path:
     rows = [[f"Q{q}", r["exact_s"], r["progressive_total_s"], cell(r["time_to_95"]), cell(r["time_to_99"])]
             for q, r in queries.items()]
     md = report_header(data["meta"], "Rotary: time to accuracy of progressive TPC-H queries") + [
-        f"SF {conf['sf']:g}, {conf['batches']} batches, `local-cluster[{conf['executors']},1,2048]`. Exact time: the "
+        f"SF {conf['sf']:g}, {conf['batches']} batches, `{cluster_label(conf)}`. Exact time: the "
         f"TPC-H query over the whole tables in the same application (median of {conf['repeat']} after a warm-up). "
         "Times to accuracy are cumulative processing time of the progressive query, as a multiple of the exact "
         "query's time; true accuracy is the mean over cells of min(est/exact, exact/est).", "",
@@ -95,7 +96,7 @@ def write_workload_report(json_path: Path) -> Path:
     budget = f"{conf['memory_mb']:g} MB" if conf.get("memory_mb") else "none"
     md = report_header(data["meta"], f"Rotary: {conf['jobs']} approximate jobs ({conf['mix']}) under each policy") + [
         f"SF {conf['sf']:g}, {conf['batches']} batches, {conf['cores']} cores arbitrated every {conf['epoch_s']:g} s "
-        f"(`local-cluster[{conf['executors']},{conf.get('executor_cores', 1)},2048]`, FAIR pools); workload seeds "
+        f"(`{cluster_label(conf, conf.get('executor_cores', 1))}`, FAIR pools); workload seeds "
         f"{', '.join(seeds)} (one workload each, policy order reversed on every other seed), times x "
         f"{conf['time_scale']:g} of Table 3.1; envelope window {conf['window']}; memory budget {budget}.", "",
         "Jobs attained, mean over seeds with its 95% t-interval:", "",
@@ -151,7 +152,7 @@ def write_suspend_report(json_path: Path) -> Path:
                      "yes" if model["same_answer"] else "**no**"])
     md = report_header(data["meta"], "Rotary: Riveter's suspension of progressive queries") + [
         f"SF {', '.join(f'{s:g}' for s in conf['sfs'])}, {conf['batches']} batches, chunk growth {conf['growth']:g}, "
-        f"`local-cluster[{conf['executors']},1,2048]`. Each query ran once uninterrupted (T, its processing "
+        f"`{cluster_label(conf)}`. Each query ran once uninterrupted (T, its processing "
         f"time), once with a suspension requested at {conf['at']:.0%} of T and resumed at once with "
         f"{conf['resume_partitions']} shuffle partitions (suspended with {conf['suspended_partitions']}), and once "
         "under the cost model with a termination window [0.5 T, 0.9 T] of probability 0.3. Disk measured at "

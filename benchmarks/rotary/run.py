@@ -25,20 +25,18 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import PROJECT_DIR, result_path, run_metadata, write_json
+from benchmarks.common import PROJECT_DIR, add_master_option, benchmark_session, result_path, run_metadata, write_json
 
 from .report import alone_time, write_time_to_accuracy_report, write_workload_report
 
 DEFINITION = PROJECT_DIR / "conf" / "rotary" / "table-3.1.json"
 
 
-def session(executors: int, fair: bool, executor_cores: int = 1):
-    import spark_plugin
-
+def session(args, fair: bool, executor_cores: int = 1):
     conf = {"spark.driver.memory": "2g", "spark.ui.showConsoleProgress": "false"}
     if fair:
         conf["spark.scheduler.mode"] = "FAIR"
-    return spark_plugin.session(f"local-cluster[{executors},{executor_cores},2048]", features=["telemetry"], conf=conf)
+    return benchmark_session(args, ["telemetry"], conf=conf, executor_cores=executor_cores, app_name="rotary-benchmark")
 
 
 def dataset(spark, args):
@@ -55,7 +53,7 @@ def time_to_accuracy(args) -> Path:
     from spark_plugin import rotary
     from spark_plugin.rotary.accuracy import true_accuracy
 
-    spark = session(args.executors, fair=False)
+    spark = session(args, fair=False)
     try:
         data = dataset(spark, args)
         exact_session = spark.newSession()
@@ -81,7 +79,7 @@ def time_to_accuracy(args) -> Path:
     finally:
         spark.stop()
     meta = run_metadata({"sf": args.sf, "parts": args.parts, "batches": args.batches, "repeat": args.repeat,
-                         "executors": args.executors, "queries": queries})
+                         "executors": args.executors, "queries": queries, "master": args.master})
     path = write_json(result_path("rotary", "time-to-accuracy.json", meta, args.out), {"meta": meta, "queries": results})
     print(write_time_to_accuracy_report(path))
     return path
@@ -106,7 +104,7 @@ def workload(args) -> Path:
     definition = wl.load_definition(args.definition)
     workloads = {seed: wl.generate(definition, seed=seed, time_scale=args.time_scale, jobs=args.jobs,
                                    mix={args.mix: 1.0} if args.mix else None) for seed in args.seeds}
-    spark = session(args.executors, fair=True, executor_cores=args.executor_cores)
+    spark = session(args, fair=True, executor_cores=args.executor_cores)
     runs = {}
     try:
         data = dataset(spark, args)
@@ -148,7 +146,7 @@ def workload(args) -> Path:
                          definition["jobs"], "seeds": args.seeds, "time_scale": args.time_scale,
                          "mix": args.mix or "table-3.1", "cores": args.cores, "memory_mb": args.memory_mb,
                          "executor_cores": args.executor_cores, "epoch_s": args.epoch, "window": args.window,
-                         "executors": args.executors, "policies": args.policies})
+                         "executors": args.executors, "policies": args.policies, "master": args.master})
     payload = {"meta": meta, "workloads": {seed: [j.__dict__ for j in jobs] for seed, jobs in workloads.items()},
                "alone": alone, "runs": runs}
     budget = f"-{args.memory_mb:g}mb" if args.memory_mb else ""
@@ -183,7 +181,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.rotary", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="kind", required=True)
-    for name, helptext in (("time-to-accuracy", "each query alone: time to 95%/99% true accuracy"),
+    for name, helptext in (("time-to-accuracy", "each query alone: time to 95%%/99%% true accuracy"),
                            ("workload", "Table 3.1 workload under each policy"),
                            ("suspend", "Riveter: suspension lag, state size, resume, cost model")):
         p = sub.add_parser(name, help=helptext)
@@ -195,6 +193,7 @@ def main(argv=None) -> int:
         p.add_argument("--parts", type=int, default=4, help="Parquet files per table (default 4)")
         p.add_argument("--batches", type=int, default=20, help="batches per fact table (default 20)")
         p.add_argument("--executors", type=int, default=2, help="executor JVMs, 1 core each (default 2)")
+        add_master_option(p)
         p.add_argument("--data", type=Path, default=None, help="TPC-H data root (default ~/.cache/sparkrm/tpch)")
         p.add_argument("--out", type=Path, default=None, help="output folder (default benchmarks/results/rotary)")
     sus = sub.choices["suspend"]

@@ -39,7 +39,7 @@ def suspend(args):
 
     from .run import session
 
-    spark = session(args.executors, fair=False)
+    spark = session(args, fair=False)
     suspended_partitions = spark.conf.get("spark.sql.shuffle.partitions")
     results = {}
     try:
@@ -79,7 +79,8 @@ def suspend(args):
     finally:
         spark.stop()
     meta = run_metadata({"sfs": args.sfs, "parts": args.parts, "batches": args.batches, "growth": args.growth,
-                         "at": args.at, "executors": args.executors, "suspended_partitions": suspended_partitions,
+                         "at": args.at, "executors": args.executors, "master": args.master,
+                         "suspended_partitions": suspended_partitions,
                          "resume_partitions": RESUME_PARTITIONS,
                          "disk": {"write_bps": disk.write_bps, "read_bps": disk.read_bps}})
     path = write_json(result_path("rotary", "suspend.json", meta, args.out), {"meta": meta, "runs": results})

@@ -18,7 +18,8 @@ import statistics
 import time
 from pathlib import Path
 
-from benchmarks.common import interval, markdown_table, report_header, result_path, run_metadata, write_json, write_markdown
+from benchmarks.common import (benchmark_session, cluster_label, interval, markdown_table, report_header, result_path,
+                               run_metadata, write_json, write_markdown)
 
 from . import metrics
 from .workload import JobSpec, generate, run_arrivals, trace
@@ -84,14 +85,13 @@ def feed_cost(args) -> Path:
     The feed itself is a log line per iteration; GBTs also pay for the training error MLlib
     computes only when its DEBUG line is on (one more pass over the data per tree).
     """
-    import spark_plugin
     from pyspark.ml.classification import GBTClassifier, LogisticRegression
     from pyspark.ml.clustering import KMeans
     from spark_plugin import slaq
 
     meta = run_metadata(vars(args) | {"out": str(args.out)})
-    spark = spark_plugin.session(f"local-cluster[{args.executors},1,2048]", features=[],
-                                 conf={"spark.driver.memory": "2g", "spark.ui.showConsoleProgress": "false"})
+    spark = benchmark_session(args, [], conf={"spark.driver.memory": "2g", "spark.ui.showConsoleProgress": "false"},
+                              app_name="slaq-mllib-cost")
     cores = spark.sparkContext.defaultParallelism
     cases = {"LogisticRegression": (lambda: LogisticRegression(maxIter=30, tol=1e-9), "logreg"),
              "KMeans": (lambda: KMeans(k=16, maxIter=20, tol=1e-9, seed=1), "kmeans"),
@@ -121,7 +121,7 @@ def feed_cost(args) -> Path:
              f"{r['ratio']['mean']:.3f} [{_fmt(r['ratio']['low'])}, {_fmt(r['ratio']['high'])}]"]
             for name, r in results.items()]
     md = report_header(meta, "What slaq.fit costs a fit alone") + [
-        f"{args.rows} rows, `local-cluster[{args.executors},1,2048]`, {args.repeat} alternated runs of each way "
+        f"{args.rows} rows, `{cluster_label(vars(args))}`, {args.repeat} alternated runs of each way "
         "after a warm-up; ratio slaq.fit / fit per pair, mean with 95% t-interval.", "",
         markdown_table(["estimator", "fit median s", "slaq.fit median s", "ratio"], rows), ""]
     print(f"wrote {path} and {write_markdown(path, md)}")
@@ -141,12 +141,11 @@ def compare(runs: dict) -> dict:
 
 
 def run(args) -> Path:
-    import spark_plugin
     from tqdm import tqdm
 
     meta = run_metadata(vars(args) | {"out": str(args.out)})
     conf = {"spark.driver.memory": "2g", "spark.ui.showConsoleProgress": "false", "spark.scheduler.mode": "FAIR"}
-    spark = spark_plugin.session(f"local-cluster[{args.executors},1,2048]", features=["telemetry"], conf=conf)
+    spark = benchmark_session(args, ["telemetry"], conf=conf, app_name="slaq-mllib")
     cores = spark.sparkContext.defaultParallelism
     runs: dict = {}
     try:
@@ -189,7 +188,7 @@ def write_report(json_path: Path) -> Path:
     md = report_header(data["meta"], "SLAQ on unmodified pyspark.ml estimators vs the fair share") + [
         f"{conf['jobs']} jobs per run (LogisticRegression, LinearSVC, LinearRegression with L-BFGS, KMeans via "
         f"`slaq.fit`; {conf['rows']} generated rows each), Poisson arrivals, {data['cores']} cores "
-        f"(`local-cluster[{conf['executors']},1,2048]`, FAIR), {conf['epoch']:g} s epochs, seeds "
+        f"(`{cluster_label(conf)}`, FAIR), {conf['epoch']:g} s epochs, seeds "
         f"{', '.join(map(str, conf['seeds']))} (policy order alternated by seed). Times from arrival to X% of the "
         "job's loss reduction, averaged over jobs; normalized loss averaged over active jobs and time. "
         "Ratio slaq / fair per seed, then its mean with a 95% t-interval over seeds.", "",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchmarks.common import markdown_table, pyplot, report_header, save_figure, write_markdown
+from benchmarks.common import cluster_label, markdown_table, pyplot, report_header, save_figure, write_markdown
 
 
 def _ratio(a, b):
@@ -40,7 +40,7 @@ def write_report(json_path: Path) -> Path:
     md = report_header(data["meta"], "SLAQ: quality-driven cores vs the fair share") + [
         f"{conf['jobs']} jobs per run (logistic regression and linear SVM by gradient descent, linear regression "
         f"by L-BFGS, K-Means; {conf['rows']} generated rows each), Poisson arrivals, {data['cores']} cores "
-        f"(`local-cluster[{conf['executors']},1,2048]`, FAIR pools), {conf['epoch']:g} s epochs, seed {conf['seed']}. "
+        f"(`{cluster_label(conf)}`, FAIR pools), {conf['epoch']:g} s epochs, seed {conf['seed']}. "
         "Every policy ran the same jobs one run after another in one application. Time to X%: from arrival until "
         "the job's loss had X% of its total reduction; normalized loss (L - L_final) / (L_0 - L_final), averaged "
         "over the jobs active at each 0.5 s tick, then over the run.", "",

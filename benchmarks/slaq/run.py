@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import add_master_option, result_path, run_metadata, write_json
+from benchmarks.common import add_master_option, benchmark_session, result_path, run_metadata, write_json
 
 from . import metrics
 from .report import write_report
@@ -32,11 +32,9 @@ from .workload import JobSpec, datasets, generate, run_arrivals, trace, trainer
 POLICIES = ("fair", "slaq")
 
 
-def session(executors: int):
-    import spark_plugin
-
+def session(args):
     conf = {"spark.driver.memory": "2g", "spark.ui.showConsoleProgress": "false", "spark.scheduler.mode": "FAIR"}
-    return spark_plugin.session(f"local-cluster[{executors},1,2048]", features=["telemetry"], conf=conf)
+    return benchmark_session(args, ["telemetry"], conf=conf, app_name="slaq-benchmark")
 
 
 def run_workload(spark, data: dict, specs: list[JobSpec], policy: str, cores: int, epoch_s: float, progress) -> dict:
@@ -127,6 +125,7 @@ def main(argv=None) -> int:
                    help="comma-separated, from slaq,maxmin,fair (default fair,slaq)")
     w.add_argument("--epoch", type=float, default=1.0, help="scheduling epoch in seconds (default 1)")
     w.add_argument("--executors", type=int, default=2, help="executor JVMs, one core each (default 2)")
+    add_master_option(w)
     w.add_argument("--rows", type=int, default=200_000, help="rows of each generated data set (default 200000)")
     w.add_argument("--seed", type=int, default=0)
     m = sub.add_parser("mllib", help="SLAQ vs fair on pyspark.ml estimators fitted by slaq.fit, several seeds")
@@ -138,10 +137,12 @@ def main(argv=None) -> int:
     m.add_argument("--rows", type=int, default=40_000, help="rows of each generated data set (default 40000)")
     m.add_argument("--epoch", type=float, default=1.0, help="scheduling epoch in seconds (default 1)")
     m.add_argument("--executors", type=int, default=2, help="executor JVMs, one core each (default 2)")
+    add_master_option(m)
     mc = sub.add_parser("mllib-cost", help="what slaq.fit's live feed costs one pyspark.ml fit alone")
     mc.add_argument("--repeat", type=int, default=5, help="alternated runs of each way (default 5)")
     mc.add_argument("--rows", type=int, default=40_000, help="rows of each generated data set (default 40000)")
     mc.add_argument("--executors", type=int, default=2, help="executor JVMs, one core each (default 2)")
+    add_master_option(mc)
     r = sub.add_parser("rescale", help="executor resize latency and cache loss under the cross-application coordinator")
     r.add_argument("--rows", type=int, default=200_000, help="rows of the cached data set (default 200000)")
     r.add_argument("--rounds", type=int, default=3, help="shrink-and-grow rounds (default 3)")
@@ -172,7 +173,7 @@ def main(argv=None) -> int:
         parser.error(f"bad arguments (unknown policies: {unknown}); --jobs >= 1, --epoch > 0, loads > 0")
 
     meta = run_metadata(vars(args) | {"out": str(args.out), "loads": args.loads})
-    spark = session(args.executors)
+    spark = session(args)
     cores = spark.sparkContext.defaultParallelism
     data = datasets(spark.sparkContext, args.rows, partitions=2 * cores)
     runs = {}

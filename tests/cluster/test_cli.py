@@ -43,7 +43,9 @@ def test_applications_get_the_clusters_settings_only_for_its_own_master(cluster_
     (cluster_dir / "state.json").write_text(json.dumps(STATE))
     conf = conf_for_master("spark://10.213.7.1:7077")
     assert conf == {"spark.driver.host": "10.213.7.1", "spark.driver.bindAddress": "10.213.7.1",
-                    "spark.executor.cores": "1", "spark.executor.memory": "1024m", "spark.cores.max": "6"}
+                    "spark.executor.cores": "1", "spark.executor.memory": "1024m", "spark.cores.max": "6",
+                    "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+                    "spark.scheduler.maxRegisteredResourcesWaitingTime": "120s"}
     assert conf_for_master("spark://elsewhere:7077") == {} and conf_for_master(None) == {}
 
 
