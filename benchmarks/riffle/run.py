@@ -37,14 +37,19 @@ def session(args, local_dir: str):
               "spark.local.dir": local_dir})
 
 
-def configs(fan_ins: list[int]) -> list[dict]:
-    """Merging off, then N-way complete and N-way best effort (95%) for each N."""
+def configs(fan_ins: list[int], block_targets_kb: list[int] = ()) -> list[dict]:
+    """Merging off, then N-way complete and N-way best effort (95%) for each N, then the block-size policy
+    (complete) for each target."""
     out = [{"label": "off", "settings": {"enabled": False}, "fan_in": None, "best_effort": 1.0}]
     for best_effort in (1.0, 0.95):
         for n in fan_ins:
             label = f"N={n}" + (" best-effort" if best_effort < 1 else "")
             out.append({"label": label, "fan_in": n, "best_effort": best_effort,
                         "settings": {"fan_in": n, "best_effort": best_effort, "max_wait_ratio": 100}})
+    for kb in block_targets_kb:
+        out.append({"label": f"B={kb}K", "fan_in": None, "target_block_bytes": kb * 1024, "best_effort": 1.0,
+                    "settings": {"policy": "blocksize", "target_block_bytes": f"{kb}k", "best_effort": 1.0,
+                                 "max_wait_ratio": 100}})
     return out
 
 
@@ -61,7 +66,7 @@ def synthetic(args) -> Path:
     from tqdm import tqdm
 
     runs = []
-    plan = configs(args.fan_ins)
+    plan = configs(args.fan_ins, args.block_targets)
     with tempfile.TemporaryDirectory(prefix="riffle-bench-", dir=args.local_dir) as local:
         spark = session(args, local)
         try:
@@ -77,7 +82,8 @@ def synthetic(args) -> Path:
                             shuffle_job(spark, keys, args.maps, args.block_kb * 1024)
                         records = tm.records(since=mark)
                         runs.append({"config": cfg["label"], "round": r,
-                                     **measure(records, args.maps, args.reducers, cfg["fan_in"], cfg["best_effort"])})
+                                     **measure(records, args.maps, args.reducers, cfg["fan_in"], cfg["best_effort"],
+                                               cfg.get("target_block_bytes"))})
                         clean_shuffles(spark, records)
                         bar.update(1)
         finally:
@@ -96,7 +102,7 @@ def synthetic(args) -> Path:
         s["job_ratio"] = s["job_s"] / base["job_s"]
     meta = run_metadata({"maps": args.maps, "reducers": args.reducers, "block_kb": args.block_kb,
                          "executors": args.executors, "repeat": args.repeat, "fan_ins": args.fan_ins,
-                         "master": args.master})
+                         "block_targets_kb": args.block_targets, "master": args.master})
     path = write_json(result_path("riffle", "synthetic.json", meta, args.out),
                       {"meta": meta, "configs": plan, "runs": runs, "summary": summary})
     print(write_synthetic_report(path))
@@ -200,6 +206,9 @@ def main(argv=None) -> int:
         p.add_argument("--local-dir", default=tempfile.gettempdir(), help="where shuffle files go (default /tmp)")
     sub.choices["synthetic"].add_argument("--fan-ins", type=lambda s: [int(x) for x in s.split(",")],
                                           default=[5, 10, 20, 40], help="N values (default 5,10,20,40)")
+    sub.choices["synthetic"].add_argument("--block-targets", type=lambda s: [int(x) for x in s.split(",")],
+                                          default=[], metavar="KIB,...",
+                                          help="also the block-size policy with each target merged block size")
     sub.choices["slow-disk"].add_argument("--fan-in", type=int, default=10, help="N of the merged shuffle (default 10)")
     sub.choices["slow-disk"].add_argument("--iops", type=int, default=200, help="read IOPS cap (default 200)")
     sub.choices["slow-disk"].add_argument("--io-unit-kb", type=int, default=512,

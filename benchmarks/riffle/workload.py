@@ -12,6 +12,7 @@ before the shuffle), and counting the same RDD again re-reads the same shuffle f
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import Counter
 
@@ -59,8 +60,21 @@ def shuffle_job(spark, keys: list[int], maps: int, block_bytes: int) -> None:
     SyntheticShuffle(spark, keys, maps, block_bytes).run()
 
 
-def measure(records: dict, maps: int, reducers: int, fan_in: int | None, best_effort: float) -> dict:
-    """Figures of one run from its telemetry records (see :func:`shuffle_job`)."""
+def block_size_fan_in(target_bytes: float, block_bytes: float, max_fan_in: int = 100) -> int:
+    """Outputs per merge under the block-size policy when every output's average block is ``block_bytes``.
+
+    >>> block_size_fan_in(2 * 2**20, 150 * 1024)
+    14
+    """
+    return min(max_fan_in, max(2, math.ceil(target_bytes / block_bytes)))
+
+
+def measure(records: dict, maps: int, reducers: int, fan_in: int | None, best_effort: float,
+            target_block_bytes: int | None = None) -> dict:
+    """Figures of one run from its telemetry records (see :func:`shuffle_job`).
+
+    Under the block-size policy (``target_block_bytes``) with every block of the same size, a merge takes as
+    many outputs as it needs for their average blocks to reach the target: that is the fan-in modelled."""
     stages = records["stage"].to_pylist()
     map_stage = next(s for s in stages if s["shuffleId"] is not None and s["numTasks"] == maps)
     shuffle_id = map_stage["shuffleId"]
@@ -80,6 +94,8 @@ def measure(records: dict, maps: int, reducers: int, fan_in: int | None, best_ef
                     for t in ("merge", "shuffle_merge", "shuffle_read")}
     merged_fraction = sealed[0]["mergedOutputs"] / sealed[0]["outputs"] if sealed and sealed[0]["outputs"] else 0.0
     model = RequestModel(maps, reducers, map_stage["shuffleWriteBytes"])
+    if target_block_bytes is not None:
+        fan_in = block_size_fan_in(target_block_bytes, map_stage["shuffleWriteBytes"] / (maps * reducers))
     if fan_in is None:
         predicted = thesis = float(maps)
     elif merged_fraction >= 1.0:
@@ -105,5 +121,6 @@ def measure(records: dict, maps: int, reducers: int, fan_in: int | None, best_ef
         "reduce_stage_s": (reduce_stage["completionTime"] - reduce_stage["submissionTime"]) / 1000,
         "job_s": sum((j["completionTime"] - j["submissionTime"]) / 1000 for j in records["job"].to_pylist()),
         "merged_fraction": merged_fraction,
+        "fan_in": fan_in,
         "merge": merge_summary(this_shuffle),
     }

@@ -20,14 +20,14 @@ def _riffle_bench(*args):
 
 def test_synthetic_sweep_writes_reports_whose_reads_match_the_model(tmp_path):
     run = _riffle_bench("synthetic", "--maps", "8", "--reducers", "4", "--block-kb", "8",
-                        "--fan-ins", "4", "--repeat", "1", "--out", str(tmp_path))
+                        "--fan-ins", "4", "--block-targets", "32", "--repeat", "1", "--out", str(tmp_path))
     assert run.returncode == 0, run.stderr[-3000:]
     [result] = tmp_path.glob("*.synthetic.json")
     assert result.with_suffix(".md").is_file() and result.with_suffix(".png").stat().st_size > 0
     summary = json.loads(result.read_text())["summary"]
-    assert set(summary) == {"off", "N=4", "N=4 best-effort"}
+    assert set(summary) == {"off", "N=4", "N=4 best-effort", "B=32K"}
     assert summary["off"]["reads_per_reducer"] == 8 and summary["off"]["merged_fraction"] == 0
-    for config in ("N=4", "N=4 best-effort"):
+    for config in ("N=4", "N=4 best-effort", "B=32K"):  # the block-size policy: about 4 blocks of 8 KiB
         s = summary[config]
         assert s["reads_per_reducer"] < 8
         assert s["reads_per_reducer"] == pytest.approx(s["predicted_reads_per_reducer"], rel=0.1)
