@@ -8,7 +8,9 @@ benchmarked on it; a real cluster works the same way with its own master URL.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -20,6 +22,9 @@ from pathlib import Path
 from typing import Callable
 
 from .errors import SparkrmError
+
+#: The master's log line naming the port its web UI bound.
+_UI_BOUND = re.compile(r"Bound MasterWebUI to \S+, and started at https?://[^\s:/]+:(\d+)")
 
 
 def _free_port() -> int:
@@ -122,19 +127,28 @@ class StandaloneCluster:
         while time.monotonic() < deadline:
             if any(p.poll() is not None for p in self._procs):
                 break
+            self.ui_port = self._bound_ui_port() or self.ui_port
             try:
                 with urllib.request.urlopen(f"http://{self.master_host}:{self.ui_port}/json/", timeout=2) as r:
-                    import json
-
                     if sum(w["state"] == "ALIVE" for w in json.load(r)["workers"]) == self.workers:
                         return
-            except OSError:
-                pass
+            except (OSError, ValueError, KeyError):
+                pass  # not up yet
             time.sleep(0.3)
         logs = "\n".join(p.read_text()[-2000:] for p in sorted(self._dir.glob("*.log")))
         self.stop()
         raise SparkrmError(f"the standalone cluster did not start within {self.start_timeout_s:.0f} s "
                            f"(is Java 17 on PATH?). Master and worker logs:\n{logs}")
+
+    def _bound_ui_port(self) -> int | None:
+        """The port the master's web UI bound, as its log says. The port asked for was free when chosen, but
+        another process may take it before the master starts; Spark then binds the next one, and polling the
+        one asked for would read that other server's pages."""
+        try:
+            found = _UI_BOUND.search((self._dir / "master.log").read_text(errors="replace"))
+        except OSError:
+            return None
+        return int(found.group(1)) if found else None
 
     def stop(self) -> None:
         for p in self._procs:

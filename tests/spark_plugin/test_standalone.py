@@ -36,3 +36,19 @@ def test_each_worker_is_a_host_of_its_own_so_speculation_copies_a_straggler():
             stop_and_clean(spark, app_id)
     assert sorted(hosts.values()) == cluster.hosts
     assert copies >= 1
+
+
+def test_a_web_ui_port_taken_before_the_master_starts_is_followed_to_the_one_it_bound():
+    """The port is free when chosen, but another server may take it first; Spark then binds the next one."""
+    import http.server
+    import threading
+
+    squatter = http.server.HTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)  # serves HTML
+    threading.Thread(target=squatter.serve_forever, daemon=True).start()
+    cluster = StandaloneCluster(workers=1, cores=1, memory="1g")
+    cluster.ui_port = squatter.server_address[1]
+    try:
+        with cluster:
+            assert cluster.ui_port != squatter.server_address[1]
+    finally:
+        squatter.shutdown()
