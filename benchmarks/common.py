@@ -27,26 +27,25 @@ def add_master_option(parser) -> None:
                              "\"$(python -m benchmarks.cluster url)\", whose settings are then added")
 
 
-def master_conf(master: str | None) -> dict:
-    """Settings an application needs on ``master``: the emulated cluster's when it is that one, else none."""
-    from benchmarks.cluster import conf_for_master
-
-    return conf_for_master(master)
+def local_cluster_url(executors: int, executor_cores: int = 1) -> str:
+    """The embedded cluster a benchmark runs on without ``--master``: 2 GiB per executor."""
+    return f"local-cluster[{executors},{executor_cores},2048]"
 
 
 def cluster_label(conf: dict, executor_cores: int = 1) -> str:
     """Where a run ran, from its recorded configuration: the ``--master`` given, or its own local-cluster."""
-    return conf.get("master") or f"local-cluster[{conf['executors']},{executor_cores},2048]"
+    return conf.get("master") or local_cluster_url(conf["executors"], executor_cores)
 
 
 def benchmark_session(args, features, *, conf: dict, executor_cores: int = 1, app_name: str = "sparkrm-benchmark"):
-    """A benchmark's session: on ``args.master`` with the settings it needs, else on a local-cluster of
-    ``args.executors`` executors of ``executor_cores`` cores and 2 GiB each."""
+    """A benchmark's session: on ``args.master`` with the settings it needs (see
+    :func:`benchmarks.cluster.conf_for_master`), else on its own local-cluster of ``args.executors``."""
     import spark_plugin
+    from benchmarks.cluster import conf_for_master
 
     master = getattr(args, "master", None)
-    return spark_plugin.session(master or f"local-cluster[{args.executors},{executor_cores},2048]", features,
-                                app_name=app_name, conf={**conf, **master_conf(master)})
+    return spark_plugin.session(master or local_cluster_url(args.executors, executor_cores), features,
+                                app_name=app_name, conf={**conf, **conf_for_master(master)})
 
 
 def git_sha() -> str:

@@ -37,8 +37,8 @@ def _free_port() -> int:
 class WorkerHost:
     """Where and how one worker runs: its address, and what isolates it from the others.
 
-    ``prefix`` goes before the worker's command (``["ip", "netns", "exec", "ns0"]`` runs it in a network
-    namespace), ``env`` is added to its environment (``SPARK_LOCAL_DIRS``: its executors' local directory),
+    ``prefix`` goes before the worker's command (``["nsenter", "--net=/var/run/netns/ns0"]`` runs it in a
+    network namespace), ``env`` is added to its environment (``SPARK_LOCAL_DIRS``: its executors' local directory),
     and ``preexec`` runs in the child before it executes (joining a cgroup, which its executors inherit).
     """
 

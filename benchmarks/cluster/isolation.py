@@ -18,9 +18,12 @@ run twice and after a crash.
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import shutil
+import signal
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -112,8 +115,6 @@ def create_network(hosts: list[HostSpec]) -> None:
 
 
 def _addresses() -> list[dict]:
-    import json
-
     done = subprocess.run(["ip", "-j", "addr"], capture_output=True, text=True)
     return [a for link in json.loads(done.stdout or "[]") for a in link.get("addr_info", [])]
 
@@ -153,9 +154,6 @@ def teardown(hosts: list[dict]) -> list[str]:
     """Kill what is left in the hosts' groups, delete their namespaces, the bridge and the groups.
 
     Returns what could not be undone (empty when all went)."""
-    import signal
-    import time
-
     problems = []
     for h in hosts:
         for folder in h["cgroups"].values():
@@ -166,7 +164,7 @@ def teardown(hosts: list[dict]) -> list[str]:
                     pass
     deadline = time.monotonic() + 10
     for h in hosts:
-        for controller, folder in h["cgroups"].items():
+        for folder in h["cgroups"].values():
             while _procs(folder) and time.monotonic() < deadline:
                 time.sleep(0.1)
             try:

@@ -15,7 +15,8 @@ import contextlib
 import statistics
 import time
 
-from benchmarks.common import markdown_table, master_conf, report_header, result_path, run_metadata, write_json
+from benchmarks.cluster import conf_for_master
+from benchmarks.common import markdown_table, report_header, result_path, run_metadata, write_json
 
 
 def measure(rows: int, rounds: int, master: str | None = None) -> dict:
@@ -31,8 +32,9 @@ def measure(rows: int, rounds: int, master: str | None = None) -> dict:
         if master is None:
             master = stack.enter_context(StandaloneCluster(workers=1, cores=2, memory="4g")).url
         conf = {"spark.executor.cores": "1", "spark.executor.memory": "1g", "spark.cores.max": "2",
-                **master_conf(master), "spark.ui.showConsoleProgress": "false"}
-        cores, half = int(conf["spark.cores.max"]), int(conf["spark.cores.max"]) // 2
+                **conf_for_master(master), "spark.ui.showConsoleProgress": "false"}
+        cores = int(conf["spark.cores.max"])
+        half = cores // 2
         spark = spark_plugin.session(master, features=[], app_name="slaq-rescale", conf=conf)
         stack.callback(spark.stop)
         data = datasets(spark.sparkContext, rows, partitions=2 * cores)["logreg"]
