@@ -8,8 +8,9 @@ With M map tasks, R reducers, T shuffle bytes and merge buffers of s bytes:
 * best-effort with fraction f leaves ``(1-f)·M`` outputs unmerged, so each
   reducer reads about ``(1-f)·M + f·M/N`` blocks.
 
-Merging happens per executor here (each merges its own outputs), so with M_e
-outputs on executor e a reducer reads ``sum_e ceil(M_e / N)`` merged blocks.
+Merging happens per host (or per executor with ``merge.scope=executor``), so
+with M_h outputs on host h a reducer reads ``sum_h ceil(M_h / N)`` merged
+blocks (M_e per executor e in the executor scope).
 """
 
 from __future__ import annotations
@@ -57,6 +58,6 @@ class RequestModel:
         return (1 - fraction) * self.maps + fraction * self.maps / fan_in
 
 
-def reads_per_reducer(maps_per_executor: list[int], fan_in: int) -> int:
-    """Blocks per reducer after complete N-way merging on each executor: sum of ceil(M_e/N)."""
-    return sum(math.ceil(m / fan_in) for m in maps_per_executor)
+def reads_per_reducer(maps_per_merger: list[int], fan_in: int) -> int:
+    """Blocks per reducer after complete N-way merging on each host (or executor): sum of ceil(M_h/N)."""
+    return sum(math.ceil(m / fan_in) for m in maps_per_merger)

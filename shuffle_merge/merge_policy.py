@@ -2,13 +2,16 @@
 
 This is the model of what the driver-side scheduler (``RiffleScheduler.java``)
 does while a map stage runs; the JVM applies the same rules to the same
-inputs (map outputs of one shuffle on one executor, in the order the driver
-learns of them), and a test checks that both produce the same groups. Keeping
+inputs (map outputs of one shuffle on one host, or one executor, in the order
+the driver learns of them), and a test checks that both produce the same groups. Keeping
 the rules here lets users and benchmarks predict merges and read counts
 without running Spark.
 
 Rules (thesis §3.3 and our resolutions of its gaps, spec §7):
 
+* Scope ``host`` (the default, thesis §3.5's per-node merger): outputs of all
+  executors on one host queue together; ``executor``: each executor's alone.
+  An output whose host is unknown queues with its executor.
 * An output of zero bytes is never merged (readers never fetch it).
 * ``fanin`` (N-way): whenever N outputs are pending on an executor, the first
   N form a merge.
@@ -26,17 +29,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 POLICIES = ("fanin", "blocksize")
+SCOPES = ("host", "executor")
 
 
 @dataclass(frozen=True)
 class MapOutput:
-    """One committed map output, as the scheduler knows it."""
+    """One committed map output, as the scheduler knows it (``host`` None: unknown)."""
 
     map_index: int
     map_id: int
     executor: str
     bytes: int
     partitions: int
+    host: str | None = None
 
     @property
     def average_block(self) -> float:
@@ -56,16 +61,21 @@ class MergePolicy:
         B of the block-size policy.
     max_fan_in : int, default=100
         Most inputs in one merge of the block-size policy (bounds merger memory).
+    scope : {"host", "executor"}, default="host"
+        Whose outputs queue together: all executors of a host, or each executor alone.
     """
 
     kind: str = "fanin"
     fan_in: int = 10
     target_block_bytes: int = 2 << 20
     max_fan_in: int = 100
+    scope: str = "host"
 
     def __post_init__(self):
         if self.kind not in POLICIES:
             raise ValueError(f"kind must be one of {POLICIES}, got {self.kind!r}")
+        if self.scope not in SCOPES:
+            raise ValueError(f"scope must be one of {SCOPES}, got {self.scope!r}")
         if self.fan_in < 2 or self.max_fan_in < 2 or self.target_block_bytes < 1:
             raise ValueError("fan_in and max_fan_in must be >= 2 and target_block_bytes >= 1")
 
@@ -73,8 +83,14 @@ class MergePolicy:
         """Whether ``output`` may be merged at all."""
         return self.kind == "fanin" or output.average_block < self.target_block_bytes
 
+    def queue(self, output: MapOutput) -> str:
+        """The queue ``output`` waits in, with the outputs it may be merged with."""
+        if self.scope == "host" and output.host is not None:
+            return f"host {output.host}"
+        return f"executor {output.executor}"
+
     def ready_groups(self, pending: list[MapOutput]) -> list[list[MapOutput]]:
-        """Remove and return the groups to merge now from ``pending`` (one executor's queue)."""
+        """Remove and return the groups to merge now from ``pending`` (one queue, oldest first)."""
         groups = []
         if self.kind == "fanin":
             while len(pending) >= self.fan_in:
@@ -106,7 +122,7 @@ def plan_merges(outputs: list[MapOutput], policy: MergePolicy, *, merge_leftover
     for output in outputs:
         if output.bytes == 0 or not policy.admits(output):
             continue
-        queue = pending.setdefault(output.executor, [])
+        queue = pending.setdefault(policy.queue(output), [])
         queue.append(output)
         groups += policy.ready_groups(queue)
     if merge_leftovers:

@@ -42,6 +42,11 @@ KEYS = KeyTable([
     Key("spark.riffle.merge.maxFanIn", "int", "100",
         "Most map outputs in one merge under the `blocksize` policy (bounds merger memory).",
         low=2, high=10_000, job_setting="max_fan_in"),
+    Key("spark.riffle.merge.scope", "enum", "host",
+        "`host`: merge the outputs of all executors on one host together (the thesis's per-node "
+        "merger; one executor of the host reads its neighbours' files directly, falling back to "
+        "`executor` on a host where it cannot); `executor`: each executor merges only its own outputs.",
+        options=("host", "executor"), job_setting="scope"),
     Key("spark.riffle.merge.leftovers", "bool", "true",
         "When the map stage ends, merge an executor's remaining outputs (at least two) unless the "
         "best-effort fraction is already reached.", job_setting="leftovers"),
@@ -83,6 +88,8 @@ KEYS = KeyTable([
         "Test only: delay every merge by this long.", low=0),
     Key("spark.riffle.test.loseMergedFiles", "bool", "false",
         "Test only: delete each merged data file right after it is committed."),
+    Key("spark.riffle.test.peerFilesUnreadable", "bool", "false",
+        "Test only: host-level merges find their neighbours' local directories unreadable."),
 
     # Wrangler: straggler prediction and task-delay hints (spark_plugin/wrangler/).
     Key("spark.wrangler.enabled", "bool", "false",

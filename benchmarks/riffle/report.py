@@ -28,8 +28,8 @@ def write_synthetic_report(json_path: Path) -> Path:
                         "map stage s", "merge tail s", "reduce stage s", "job s", "reduce / off", "job / off"], rows),
         "",
         "Reads per reducer are the blocks each reduce task fetched (one per merge used, one per unmerged "
-        "output), from Riffle's read records. Model: vanilla M; all outputs merged: sum over executors of "
-        "ceil(M_e/N); best effort cut short: (1-f')M + f'M/N at the fraction f' actually merged. The thesis "
+        "output), from Riffle's read records. Model: vanilla M; all outputs merged: sum over hosts (or executors, "
+        "per-executor scope) of ceil(M_h/N); best effort cut short: (1-f')M + f'M/N at the fraction f' actually merged. The thesis "
         "column evaluates its formula at the configured f (an upper bound when more got merged). Merge tail: "
         "time from the end of the map stage until reducers could start.",
         "",

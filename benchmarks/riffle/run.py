@@ -37,19 +37,23 @@ def session(args, local_dir: str):
               "spark.local.dir": local_dir})
 
 
-def configs(fan_ins: list[int], block_targets_kb: list[int] = ()) -> list[dict]:
-    """Merging off, then N-way complete and N-way best effort (95%) for each N, then the block-size policy
-    (complete) for each target."""
+def configs(fan_ins: list[int], block_targets_kb: list[int] = (), scopes: list[str] = ("host",)) -> list[dict]:
+    """Merging off, then N-way complete for each N and merge scope, N-way best effort (95%) for each N,
+    then the block-size policy (complete) for each target; all but the complete N-way in the first scope."""
     out = [{"label": "off", "settings": {"enabled": False}, "fan_in": None, "best_effort": 1.0}]
     for best_effort in (1.0, 0.95):
         for n in fan_ins:
-            label = f"N={n}" + (" best-effort" if best_effort < 1 else "")
-            out.append({"label": label, "fan_in": n, "best_effort": best_effort,
-                        "settings": {"fan_in": n, "best_effort": best_effort, "max_wait_ratio": 100}})
+            for scope in scopes if best_effort == 1.0 else scopes[:1]:
+                label = f"N={n}" + (" best-effort" if best_effort < 1 else "") + (
+                    f" per-{scope}" if len(scopes) > 1 else "")
+                out.append({"label": label, "fan_in": n, "best_effort": best_effort, "scope": scope,
+                            "settings": {"fan_in": n, "best_effort": best_effort, "max_wait_ratio": 100,
+                                         "scope": scope}})
     for kb in block_targets_kb:
         out.append({"label": f"B={kb}K", "fan_in": None, "target_block_bytes": kb * 1024, "best_effort": 1.0,
+                    "scope": scopes[0],
                     "settings": {"policy": "blocksize", "target_block_bytes": f"{kb}k", "best_effort": 1.0,
-                                 "max_wait_ratio": 100}})
+                                 "max_wait_ratio": 100, "scope": scopes[0]}})
     return out
 
 
@@ -66,7 +70,7 @@ def synthetic(args) -> Path:
     from tqdm import tqdm
 
     runs = []
-    plan = configs(args.fan_ins, args.block_targets)
+    plan = configs(args.fan_ins, args.block_targets, args.scopes)
     with tempfile.TemporaryDirectory(prefix="riffle-bench-", dir=args.local_dir) as local:
         spark = session(args, local)
         try:
@@ -83,7 +87,7 @@ def synthetic(args) -> Path:
                         records = tm.records(since=mark)
                         runs.append({"config": cfg["label"], "round": r,
                                      **measure(records, args.maps, args.reducers, cfg["fan_in"], cfg["best_effort"],
-                                               cfg.get("target_block_bytes"))})
+                                               cfg.get("target_block_bytes"), cfg.get("scope", "host"))})
                         clean_shuffles(spark, records)
                         bar.update(1)
         finally:
@@ -102,7 +106,7 @@ def synthetic(args) -> Path:
         s["job_ratio"] = s["job_s"] / base["job_s"]
     meta = run_metadata({"maps": args.maps, "reducers": args.reducers, "block_kb": args.block_kb,
                          "executors": args.executors, "repeat": args.repeat, "fan_ins": args.fan_ins,
-                         "block_targets_kb": args.block_targets, "master": args.master})
+                         "block_targets_kb": args.block_targets, "scopes": args.scopes, "master": args.master})
     path = write_json(result_path("riffle", "synthetic.json", meta, args.out),
                       {"meta": meta, "configs": plan, "runs": runs, "summary": summary})
     print(write_synthetic_report(path))
@@ -184,6 +188,13 @@ def tpch(args) -> int:
                      "--out", str(out), "--no-progress"] + (["--master", args.master] if args.master else []))
 
 
+def _scopes(text: str) -> list[str]:
+    scopes = text.split(",")
+    if not scopes or any(s not in ("host", "executor") for s in scopes):
+        raise argparse.ArgumentTypeError(f"{text!r}: give host, executor or host,executor")
+    return scopes
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.riffle", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -209,6 +220,9 @@ def main(argv=None) -> int:
     sub.choices["synthetic"].add_argument("--block-targets", type=lambda s: [int(x) for x in s.split(",")],
                                           default=[], metavar="KIB,...",
                                           help="also the block-size policy with each target merged block size")
+    sub.choices["synthetic"].add_argument("--scopes", type=_scopes, default=["host"], metavar="SCOPE,...",
+                                          help="merge scopes of the complete N-way runs: host, executor or "
+                                               "host,executor (default host)")
     sub.choices["slow-disk"].add_argument("--fan-in", type=int, default=10, help="N of the merged shuffle (default 10)")
     sub.choices["slow-disk"].add_argument("--iops", type=int, default=200, help="read IOPS cap (default 200)")
     sub.choices["slow-disk"].add_argument("--io-unit-kb", type=int, default=512,

@@ -70,10 +70,10 @@ def block_size_fan_in(target_bytes: float, block_bytes: float, max_fan_in: int =
 
 
 def measure(records: dict, maps: int, reducers: int, fan_in: int | None, best_effort: float,
-            target_block_bytes: int | None = None) -> dict:
+            target_block_bytes: int | None = None, scope: str = "host") -> dict:
     """Figures of one run from its telemetry records (see :func:`shuffle_job`).
 
-    Under the block-size policy (``target_block_bytes``) with every block of the same size, a merge takes as
+    Complete merging is modelled per host or per executor, as ``scope`` merged. Under the block-size policy (``target_block_bytes``) with every block of the same size, a merge takes as
     many outputs as it needs for their average blocks to reach the target: that is the fan-in modelled."""
     stages = records["stage"].to_pylist()
     map_stage = next(s for s in stages if s["shuffleId"] is not None and s["numTasks"] == maps)
@@ -87,7 +87,9 @@ def measure(records: dict, maps: int, reducers: int, fan_in: int | None, best_ef
     reads = [r for r in records["shuffle_read"].to_pylist() if r["stageId"] == reduce_stage["stageId"]]
     blocks = [r["mergedBlocks"] + r["originalBlocks"] for r in reads]
     read_bytes = sum(t["shuffleLocalBytes"] + t["shuffleRemoteBytes"] for t in reduce_tasks)
-    maps_per_executor = Counter(t["executorId"] for t in tasks if t["stageId"] == map_stage["stageId"])
+    map_tasks = [t for t in tasks if t["stageId"] == map_stage["stageId"]]
+    maps_per_executor = Counter(t["executorId"] for t in map_tasks)
+    maps_per_merger = Counter(t["host"] for t in map_tasks) if scope == "host" else maps_per_executor
     sealed = [s for s in records["shuffle_merge"].to_pylist() if s["shuffleId"] == shuffle_id]
     tail_ms = sealed[0]["sealWaitMs"] if sealed else 0
     this_shuffle = {t: records[t].filter(pc.equal(records[t]["shuffleId"], shuffle_id))
@@ -99,7 +101,7 @@ def measure(records: dict, maps: int, reducers: int, fan_in: int | None, best_ef
     if fan_in is None:
         predicted = thesis = float(maps)
     elif merged_fraction >= 1.0:
-        predicted = float(model_reads_per_reducer(list(maps_per_executor.values()), fan_in))
+        predicted = float(model_reads_per_reducer(list(maps_per_merger.values()), fan_in))
         thesis = model.best_effort_reads_per_reducer(fan_in, best_effort)
     else:  # best effort cut merging short: the model at the fraction actually merged
         predicted = model.best_effort_reads_per_reducer(fan_in, merged_fraction)

@@ -1,17 +1,20 @@
 """The emulated multi-host cluster: hosts really apart, Riffle exact and safe across them, nothing left after.
 
-One cluster of two hosts, one executor each, serves the module (``up`` takes 10-20 s). What the machine
+One cluster of two hosts, two executors each, serves the module (``up`` takes 10-20 s). What the machine
 allows decides the isolation (namespaces and cgroups as root, loopback addresses otherwise); the tests
 check whichever was built, and that ``up`` said which was skipped.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 import subprocess
 import sys
 import time
+from collections import Counter
+from operator import add
 from pathlib import Path
 
 import pytest
@@ -30,6 +33,7 @@ from tests.shuffle_merge.workloads import WORKLOADS
 pytestmark = pytest.mark.spark
 
 HOSTS = 2
+EXECUTORS_PER_HOST = 2
 #: Wrangler's node samples every half second, and no model trained: its counters are what is tested here.
 WRANGLER_SAMPLES_ONLY = {"spark.wrangler.interval": "500ms", "spark.wrangler.train.warmup": "1h"}
 
@@ -43,7 +47,7 @@ def cluster(tmp_path_factory):
     if os.geteuid() == 0 and _bridge_exists():
         pytest.skip(f"an emulated cluster is already up on this machine (bridge {BRIDGE}); take it down first")
     directory = tmp_path_factory.mktemp("cluster")
-    state = up(ClusterSpec(hosts=HOSTS, executors_per_host=1, executor_memory_mb=768, iops=2000,
+    state = up(ClusterSpec(hosts=HOSTS, executors_per_host=EXECUTORS_PER_HOST, executor_memory_mb=640, iops=2000,
                            apps=1), directory,
                log=lambda _: None)
     yield state
@@ -56,7 +60,7 @@ def spark(cluster):
     session = spark_plugin.session(cluster["master"], ["telemetry", "riffle", "wrangler"], app_name="emulated-cluster",
                                    conf={**session_conf(cluster), **conf, **WRANGLER_SAMPLES_ONLY})
     app_id = session.sparkContext.applicationId
-    eventually(lambda: len(executor_ids(session)) == HOSTS, timeout=90)
+    eventually(lambda: len(executor_ids(session)) == HOSTS * EXECUTORS_PER_HOST, timeout=90)
     yield session
     stop_and_clean(session, app_id)
 
@@ -107,6 +111,22 @@ def test_riffle_across_hosts_gives_vanilla_results(spark, tm, vanilla_results, n
     assert WORKLOADS[name](spark) == vanilla_results[name]
     reads = tm.records(since=mark)["shuffle_read"].to_pylist()
     assert sum(r["mergedBlocks"] for r in reads) > 0 and sum(r["fallbacks"] for r in reads) == 0
+
+
+def test_riffle_merges_the_executors_of_each_host_together(spark, tm):
+    mark = tm.mark()
+    assert spark.sparkContext.parallelize(range(48_000), 16).map(lambda x: (x % 211, 1)).reduceByKey(add, 4) \
+        .count() == 211
+    records = tm.records(since=mark)
+    maps = [t for t in records["task"].to_pylist() if t["taskType"] == "ShuffleMapTask"]
+    host_of = {t["partition"]: t["host"] for t in maps}
+    writer = {t["partition"]: t["executorId"] for t in maps}
+    merges = records["merge"].to_pylist()
+    assert merges and all(m["scope"] == "host" and len({host_of[i] for i in m["mapIndexes"]}) == 1 for m in merges)
+    assert any(len({writer[i] for i in m["mapIndexes"]}) > 1 for m in merges)  # a neighbour's files were read
+    fan_in = int(RIFFLE_CONF["spark.riffle.merge.fanIn"])
+    expected = sum(math.ceil(n / fan_in) for n in Counter(host_of.values()).values())
+    assert all(r["mergedBlocks"] + r["originalBlocks"] == expected for r in records["shuffle_read"].to_pylist())
 
 
 def test_a_damaged_merged_file_on_one_host_is_read_from_the_originals(spark, tm, cluster):

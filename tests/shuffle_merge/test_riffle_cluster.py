@@ -1,5 +1,8 @@
 """Riffle on a real two-executor local-cluster: same results as vanilla Spark, fewer reads, safe faults.
 
+Both executors run on one host, so they merge their outputs together (``merge.scope=host``);
+``test_riffle_host_merge`` covers the scopes and their fallbacks.
+
 Merging is complete here (best-effort fraction 1.0) so that read counts are exact; the
 best-effort and fault paths have modules of their own.
 """
@@ -61,8 +64,8 @@ def test_each_reducer_reads_one_block_per_merge_instead_of_one_per_map(spark, tm
     assert dict(counts) == {k: 600 for k in range(100)}
     tasks = records["task"].to_pylist()
     maps = [t for t in tasks if t["taskType"] == "ShuffleMapTask"]
-    per_executor = Counter(t["executorId"] for t in maps)
-    expected = sum(math.ceil(m / FAN_IN) for m in per_executor.values())
+    per_host = Counter(t["host"] for t in maps)  # both executors share one host: they merge together
+    expected = sum(math.ceil(m / FAN_IN) for m in per_host.values())
     assert expected < len(maps)
     for t in tasks:
         if t["taskType"] == "ResultTask":
@@ -83,7 +86,8 @@ def test_merges_are_issued_by_the_policy_while_the_map_stage_runs(spark, tm):
     # The JVM formed exactly the groups the Python model forms for the same arrival order.
     maps = [t for t in records["task"].to_pylist()
             if t["taskType"] == "ShuffleMapTask" and t["stageId"] == map_stage["stageId"]]
-    outputs = [MapOutput(t["partition"], t["taskId"], t["executorId"], t["shuffleWriteBytes"], 3) for t in maps]
+    outputs = [MapOutput(t["partition"], t["taskId"], t["executorId"], t["shuffleWriteBytes"], 3, host=t["host"])
+               for t in maps]
     model = plan_merges(outputs, MergePolicy("fanin", fan_in=FAN_IN))
     assert sorted(m["mapIndexes"] for m in merges) == sorted([o.map_index for o in g] for g in model)
     (sealed,) = [s for s in records["shuffle_merge"].to_pylist() if s["shuffleId"] == map_stage["shuffleId"]]

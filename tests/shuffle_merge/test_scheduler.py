@@ -22,17 +22,18 @@ class Scheduler:
     """A RiffleScheduler in the JVM, with replies turned into Python values."""
 
     def __init__(self, jvm, policy="fanin", n=3, target=MB, max_fan_in=100, best_effort=1.0,
-                 best_effort_timeout=10_000, max_wait_ratio=100.0, merge_timeout=60_000, leftovers=True):
+                 best_effort_timeout=10_000, max_wait_ratio=100.0, merge_timeout=60_000, leftovers=True,
+                 per_host=True):
         self._jvm = jvm
         self._router = jvm.dev.sparkrm.rpc.MessageRouter
         self._defaults = self.settings(policy=policy, n=n, target=target, max_fan_in=max_fan_in,
                                        best_effort=best_effort, best_effort_timeout=best_effort_timeout,
-                                       max_wait_ratio=max_wait_ratio, leftovers=leftovers)
+                                       max_wait_ratio=max_wait_ratio, leftovers=leftovers, per_host=per_host)
         self._s = jvm.dev.sparkrm.riffle.RiffleScheduler(self._defaults, merge_timeout,
                                                          jvm.dev.sparkrm.riffle.RiffleEvents.NONE)
 
     def settings(self, enabled=True, policy="fanin", n=3, target=MB, max_fan_in=100, best_effort=1.0,
-                 best_effort_timeout=10_000, max_wait_ratio=100.0, leftovers=True):
+                 best_effort_timeout=10_000, max_wait_ratio=100.0, leftovers=True, per_host=True):
         """A ShuffleSettings record, as a job's local properties would produce."""
         jvm = self._jvm
         if policy == "fanin":
@@ -40,7 +41,7 @@ class Scheduler:
         else:
             java_policy = getattr(jvm, "dev.sparkrm.riffle.MergePolicy$BlockSize")(target, max_fan_in)
         return jvm.dev.sparkrm.riffle.ShuffleSettings(enabled, java_policy, float(best_effort),
-                                                      best_effort_timeout, float(max_wait_ratio), leftovers)
+                                                      best_effort_timeout, float(max_wait_ratio), leftovers, per_host)
 
     def register(self, shuffle=0, partitions=R, skip=None):
         self._s.registerShuffle(shuffle, partitions, skip)
@@ -57,17 +58,19 @@ class Scheduler:
     def submit(self, tasks, t=0, shuffle=0, settings=None):
         self._s.mapStageSubmitted(shuffle, tasks, settings, t)
 
-    def output(self, index, executor="a", size=MB, t=500, shuffle=0):
-        self._s.mapOutput(shuffle, index, 1000 + index, executor, size, t)
+    def output(self, index, executor="a", size=MB, t=500, shuffle=0, host=None):
+        self._s.mapOutput(shuffle, index, 1000 + index, executor, host, size, t)
 
     def complete(self, t=1000, shuffle=0, ok=True):
         self._s.mapStageCompleted(shuffle, ok, t)
 
-    def poll(self, executor="a", t=1000):
-        return json.loads(self._router.toJson(self._s.poll(executor, t)))
+    def poll(self, executor="a", t=1000, dirs=None):
+        """The executor's poll; ``dirs``: the local directories it reports (a host merge needs them)."""
+        java_dirs = None if dirs is None else self._jvm.java.util.ArrayList(dirs)
+        return json.loads(self._router.toJson(self._s.poll(executor, java_dirs, t)))
 
-    def done(self, group, status="committed", t=1000):
-        return self._s.mergeEnded(group, status, None, self._router.parse("{}"), t)
+    def done(self, group, status="committed", t=1000, error=None):
+        return self._s.mergeEnded(group, status, error, self._router.parse("{}"), t)
 
     def plan(self, shuffle=0, t=1000):
         return json.loads(self._router.toJson(self._s.plan(shuffle, t)))
@@ -245,3 +248,84 @@ def test_the_jvm_forms_the_same_groups_as_the_python_model(jvm, spec, kind, n, b
     model = plan_merges(outs, MergePolicy(kind, fan_in=n, target_block_bytes=MB, max_fan_in=n + 2),
                         best_effort=best_effort)
     assert formed == sorted([o.map_index for o in g] for g in model)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("abcd"), st.integers(1, 5 * MB)), min_size=1, max_size=40),
+       st.integers(2, 6), st.booleans())
+def test_host_queues_form_the_same_groups_as_the_python_model(jvm, spec, n, per_host):
+    host_of = {"a": "h1", "b": "h1", "c": "h2", "d": "h2"}
+    java = Scheduler(jvm, n=n, per_host=per_host)
+    for ex in "abcd":
+        java.poll(ex, t=0, dirs=[f"/local/{ex}"])
+    java.register()
+    java.submit(len(spec))
+    for i, (executor, size) in enumerate(spec):
+        java.output(i, executor=executor, size=size, host=host_of[executor])
+    java.complete()
+    formed = sorted(indexes(m) for ex in "abcd" for m in java.poll(ex)["merges"])
+    outs = [MapOutput(i, 1000 + i, ex, size, R, host=host_of[ex]) for i, (ex, size) in enumerate(spec)]
+    model = plan_merges(outs, MergePolicy("fanin", fan_in=n, scope="host" if per_host else "executor"))
+    assert formed == sorted([o.map_index for o in g] for g in model)
+
+
+def test_a_host_merge_runs_on_one_of_its_writers_and_reads_the_neighbours_directories(jvm):
+    s = Scheduler(jvm, n=4)
+    assert s.poll("a", t=0, dirs=["/local/a"])["dirsKnown"] and s.poll("b", t=0, dirs=["/local/b"])["dirsKnown"]
+    s.register()
+    s.submit(8)
+    for i in range(8):
+        s.output(i, executor="ab"[i % 2], host="h1")
+    (first,) = s.poll("a")["merges"]
+    (second,) = s.poll("b")["merges"]  # a already merges one: the next goes to b
+    assert indexes(first) == [0, 1, 2, 3] and indexes(second) == [4, 5, 6, 7]
+    assert first["merger"] == "a" and second["merger"] == "b"
+    assert first["inputDirs"] == [[], ["/local/b"], [], ["/local/b"]]
+    assert second["inputDirs"] == [["/local/a"], [], ["/local/a"], []]
+    s.done(first["groupId"])
+    s.done(second["groupId"])
+    s.complete()
+    plan = s.plan()
+    assert plan["sealed"] and {g["merger"] for g in plan["groups"]} == {"a", "b"}
+    assert all("inputDirs" not in g for g in plan["groups"])  # readers need no directories
+
+
+def test_an_executor_whose_directories_are_unknown_merges_alone(jvm):
+    s = Scheduler(jvm, n=3)
+    s.poll("a", t=0, dirs=["/local/a"])
+    assert not s.poll("b", t=0)["dirsKnown"]
+    s.register()
+    s.submit(6)
+    for i in range(6):
+        s.output(i, executor="ab"[i % 2], host="h1")
+    assert [indexes(m) for m in s.poll("a")["merges"]] == [[0, 2, 4]]  # h1's queue holds a's outputs only
+    assert [indexes(m) for m in s.poll("b")["merges"]] == [[1, 3, 5]]
+
+
+def test_executor_scope_keeps_each_executor_apart(jvm):
+    s = Scheduler(jvm, n=2, per_host=False)
+    s.poll("a", t=0, dirs=["/local/a"])
+    s.poll("b", t=0, dirs=["/local/b"])
+    s.stage(0)
+    for i in range(4):
+        s.output(i, executor="ab"[i % 2], host="h1")
+    assert [indexes(m) for m in s.poll("a")["merges"]] == [[0, 2]]
+    assert [indexes(m) for m in s.poll("b")["merges"]] == [[1, 3]]
+
+
+def test_a_host_whose_executors_cannot_read_each_other_merges_per_executor(jvm):
+    s = Scheduler(jvm, n=2)
+    s.poll("a", t=0, dirs=["/local/a"])
+    s.poll("b", t=0, dirs=["/local/b"])
+    s.register()
+    s.submit(6)
+    s.output(0, executor="a", host="h1")
+    s.output(1, executor="b", host="h1")
+    (host_merge,) = s.poll("a")["merges"]
+    assert s.done(host_merge["groupId"], "unreadable", error="cannot read /local/b") is False
+    for i in range(2, 6):
+        s.output(i, executor="ab"[i % 2], host="h1")
+    s.complete()
+    # The failed merge's outputs were queued again with their own executors, and so were the later ones.
+    assert [indexes(m) for m in s.poll("a")["merges"]] == [[0, 2]]
+    assert [indexes(m) for m in s.poll("b")["merges"]] == [[1, 3]]

@@ -19,17 +19,18 @@ import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * The blocks one reduce task fetches: Spark's own list, with the blocks of valid merged outputs
- * replaced by one block per merged output and reduce partition.
+ * replaced by one block per merged output and reduce partition, fetched from the executor that
+ * merged them.
  *
  * <p>A published merge is used only if every map output it contains is, right now, the one Spark
- * has registered for that map index (same map id, same executor), and lies in the reader's map
- * range. This is the correctness anchor: speculative duplicates, recomputed outputs and stale
+ * has registered for that map index (same map id, on one host, one of them on the merging
+ * executor), and lies in the reader's map range. This is the correctness anchor: speculative duplicates, recomputed outputs and stale
  * plans fall back to the original files, never to wrong data. The plan also remembers, for each
  * merged block, the original blocks it stands for, so a failed merged block can be replaced.
  */
 final class FetchPlan {
-  /** A block to fetch, as {@code ShuffleBlockFetcherIterator} takes it. */
-  record Block(BlockId id, long size, int mapIndex) {}
+  /** A block to fetch and where from, as {@code ShuffleBlockFetcherIterator} takes it. */
+  record Block(BlockManagerId location, BlockId id, long size, int mapIndex) {}
 
   /** A (map output, reduce partition) pair: the unit every block covers exactly once. */
   record Piece(long mapId, int reduceId) {}
@@ -79,7 +80,7 @@ final class FetchPlan {
       Tuple2<BlockManagerId, scala.collection.Seq<Tuple3<BlockId, Object, Object>>> loc = vanilla.next();
       List<Block> blocks = original.computeIfAbsent(loc._1(), k -> new ArrayList<>());
       for (Tuple3<BlockId, Object, Object> b : CollectionConverters.asJava(loc._2())) {
-        Block block = new Block(b._1(), ((Number) b._2()).longValue(), ((Number) b._3()).intValue());
+        Block block = new Block(loc._1(), b._1(), ((Number) b._2()).longValue(), ((Number) b._3()).intValue());
         blocks.add(block);
         mapIndexOf.put(((ShuffleBlockId) b._1()).mapId(), block.mapIndex());
         coverage.add(List.of(block.mapIndex(), ((ShuffleBlockId) b._1()).reduceId()));
@@ -93,64 +94,72 @@ final class FetchPlan {
     }
     Map<Long, Long> synOfMapId = new HashMap<>();
     Map<Long, Integer> mergedInputs = new HashMap<>();
+    Map<Long, BlockManagerId> mergedLocation = new HashMap<>();
     int used = 0;
     int rejected = 0;
     for (ReadPlan.Group g : plan.groups()) {
-      if (valid(g, statuses, startMapIndex, endMapIndex)) {
+      BlockManagerId at = mergedLocation(g, statuses, startMapIndex, endMapIndex);
+      if (at != null) {
         for (MergeInput in : g.inputs()) synOfMapId.put(in.mapId(), g.syntheticMapId());
         mergedInputs.put(g.syntheticMapId(), g.inputs().size());
+        mergedLocation.put(g.syntheticMapId(), at);
         used++;
       } else {
         rejected++;
       }
     }
     Map<BlockManagerId, List<Block>> byLocation = new LinkedHashMap<>();
-    Map<Long, Map<Integer, List<Block>>> replaced = new HashMap<>();
-    Map<Long, BlockManagerId> mergedLocation = new HashMap<>();
-    for (Map.Entry<BlockManagerId, List<Block>> loc : original.entrySet()) {
-      List<Block> out = new ArrayList<>();
-      Map<Long, TreeMap<Integer, List<Block>>> merged = new LinkedHashMap<>();
-      for (Block b : loc.getValue()) {
+    Map<Long, TreeMap<Integer, List<Block>>> merged = new LinkedHashMap<>();
+    for (List<Block> blocks : original.values()) {
+      for (Block b : blocks) {
         Long syn = synOfMapId.get(((ShuffleBlockId) b.id()).mapId());
         if (syn == null) {
-          out.add(b);
+          byLocation.computeIfAbsent(b.location(), k -> new ArrayList<>()).add(b);
         } else {
           merged.computeIfAbsent(syn, k -> new TreeMap<>())
               .computeIfAbsent(((ShuffleBlockId) b.id()).reduceId(), k -> new ArrayList<>()).add(b);
         }
       }
-      for (Map.Entry<Long, TreeMap<Integer, List<Block>>> m : merged.entrySet()) {
-        for (Map.Entry<Integer, List<Block>> part : m.getValue().entrySet()) {
-          long size = MergedBlockFormat.headerBytes(mergedInputs.get(m.getKey()));
-          for (Block b : part.getValue()) size += b.size();
-          out.add(new Block(new ShuffleBlockId(shuffleId, m.getKey(), part.getKey()), size,
-              part.getValue().get(0).mapIndex()));
-        }
-        replaced.put(m.getKey(), new HashMap<>(m.getValue()));
-        mergedLocation.put(m.getKey(), loc.getKey());
+    }
+    Map<Long, Map<Integer, List<Block>>> replaced = new HashMap<>();
+    for (Map.Entry<Long, TreeMap<Integer, List<Block>>> m : merged.entrySet()) {
+      BlockManagerId at = mergedLocation.get(m.getKey());
+      List<Block> out = byLocation.computeIfAbsent(at, k -> new ArrayList<>());
+      for (Map.Entry<Integer, List<Block>> part : m.getValue().entrySet()) {
+        long size = MergedBlockFormat.headerBytes(mergedInputs.get(m.getKey()));
+        for (Block b : part.getValue()) size += b.size();
+        out.add(new Block(at, new ShuffleBlockId(shuffleId, m.getKey(), part.getKey()), size,
+            part.getValue().get(0).mapIndex()));
       }
-      if (!out.isEmpty()) byLocation.put(loc.getKey(), out);
+      replaced.put(m.getKey(), new HashMap<>(m.getValue()));
     }
     return new FetchPlan(byLocation, replaced, mapIndexOf, mergedLocation, mergedInputs, coverage, vanillaReads,
         used, rejected);
   }
 
-  /** A group is usable only if it matches the registered map outputs exactly and lies in range. */
-  private static boolean valid(ReadPlan.Group g, MapStatus[] statuses, int startMapIndex, int endMapIndex) {
-    if (statuses == null || g.inputs().isEmpty()) return false;
-    BlockManagerId location = null;
+  /**
+   * Where group {@code g}'s merged output is read from, or {@code null} when it cannot be used: each
+   * input must be the map output registered for its index, in range, all on one host, and one of them
+   * on the executor that merged them (the location of the merged file).
+   */
+  private static BlockManagerId mergedLocation(ReadPlan.Group g, MapStatus[] statuses, int startMapIndex,
+      int endMapIndex) {
+    if (statuses == null || g.inputs().isEmpty()) return null;
+    String host = null;
+    BlockManagerId merger = null;
     for (MergeInput in : g.inputs()) {
       int i = in.mapIndex();
-      if (i < startMapIndex || i >= endMapIndex || i >= statuses.length) return false;
+      if (i < startMapIndex || i >= endMapIndex || i >= statuses.length) return null;
       MapStatus s = statuses[i];
-      if (s == null || s.mapId() != in.mapId()) return false;
-      if (location == null) {
-        location = s.location();
-      } else if (!location.equals(s.location())) {
-        return false;
+      if (s == null || s.mapId() != in.mapId()) return null;
+      if (host == null) {
+        host = s.location().host();
+      } else if (!host.equals(s.location().host())) {
+        return null;
       }
+      if (s.location().executorId().equals(g.merger())) merger = s.location();
     }
-    return true;
+    return merger;
   }
 
   /**
@@ -160,21 +169,21 @@ final class FetchPlan {
    */
   FetchPlan without(Set<Long> bad, Set<Piece> consumed, Set<List<Integer>> covered) {
     Map<BlockManagerId, List<Block>> next = new LinkedHashMap<>();
-    for (Map.Entry<BlockManagerId, List<Block>> loc : byLocation.entrySet()) {
-      List<Block> out = new ArrayList<>();
-      for (Block b : loc.getValue()) {
+    for (List<Block> blocks : byLocation.values()) {
+      for (Block b : blocks) {
         ShuffleBlockId id = (ShuffleBlockId) b.id();
         if (consumed.contains(new Piece(id.mapId(), id.reduceId()))) continue;
-        if (bad.contains(id.mapId())) {
+        if (bad.contains(id.mapId())) { // the originals, from the executors that wrote them
           for (Block orig : replaced.get(id.mapId()).get(id.reduceId())) {
             int reduceId = ((ShuffleBlockId) orig.id()).reduceId();
-            if (!covered.contains(List.of(orig.mapIndex(), reduceId))) out.add(orig);
+            if (!covered.contains(List.of(orig.mapIndex(), reduceId))) {
+              next.computeIfAbsent(orig.location(), k -> new ArrayList<>()).add(orig);
+            }
           }
         } else {
-          out.add(b);
+          next.computeIfAbsent(b.location(), k -> new ArrayList<>()).add(b);
         }
       }
-      if (!out.isEmpty()) next.put(loc.getKey(), out);
     }
     return new FetchPlan(next, replaced, mapIndexOf, mergedLocation, mergedInputs, coverage, vanillaReads,
         groupsUsed, groupsRejected);
@@ -203,9 +212,9 @@ final class FetchPlan {
   }
 
   /** The original block of map index {@code mapIndex} that merged block ({@code syntheticMapId}, {@code reduceId}) holds. */
-  ShuffleBlockId original(long syntheticMapId, int mapIndex, int reduceId) {
+  Block original(long syntheticMapId, int mapIndex, int reduceId) {
     for (Block b : replaced.get(syntheticMapId).get(reduceId)) {
-      if (b.mapIndex() == mapIndex) return (ShuffleBlockId) b.id();
+      if (b.mapIndex() == mapIndex) return b;
     }
     throw new IllegalStateException("merge " + syntheticMapId + " holds no block of map index " + mapIndex
         + " for partition " + reduceId);

@@ -5,12 +5,12 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Which map outputs of one executor are merged together. The same rules, in Python, are
+ * Which map outputs of one host or executor are merged together. The same rules, in Python, are
  * {@code shuffle_merge.merge_policy}; a test checks that both form the same groups.
  */
 public interface MergePolicy {
   /** A committed map output as the scheduler sees it. */
-  record Output(int mapIndex, long mapId, String executorId, long bytes, int partitions) {
+  record Output(int mapIndex, long mapId, String executorId, String host, long bytes, int partitions) {
     double averageBlock() {
       return partitions == 0 ? 0 : (double) bytes / partitions;
     }
@@ -19,7 +19,7 @@ public interface MergePolicy {
   /** Whether {@code o} may be merged at all. */
   boolean admits(Output o);
 
-  /** Removes from {@code pending} (one executor's queue, oldest first) and returns the groups to merge now. */
+  /** Removes from {@code pending} (one host's or executor's queue, oldest first) and returns the groups to merge now. */
   List<List<Output>> readyGroups(List<Output> pending);
 
   /** The leftover group formed at the end of the map stage from {@code pending} (at least two outputs). */

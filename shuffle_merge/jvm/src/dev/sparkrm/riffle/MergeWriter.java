@@ -30,6 +30,9 @@ import scala.Option;
  * sub-blocks were copied, are written into their reserved places at the end. The data goes to a temporary file and is committed with Spark's own
  * {@code writeMetadataFileAndCommit} (index written, data renamed atomically); a failed or
  * cancelled merge deletes its temporary file and leaves nothing visible.
+ *
+ * <p>Inputs written by a neighbour on the same host are read from that executor's local directories,
+ * as Spark's host-local disk reads do; the merged output is this executor's own.
  */
 final class MergeWriter {
   private static final int COPY_CHUNK = 64 * 1024;
@@ -38,6 +41,13 @@ final class MergeWriter {
 
   MergeWriter(IndexShuffleBlockResolver resolver) {
     this.resolver = resolver;
+  }
+
+  /** A neighbour's local directories cannot be read from here (another user, container or mount). */
+  static final class PeerFilesUnreadable extends IOException {
+    PeerFilesUnreadable(String message) {
+      super(message);
+    }
   }
 
   /** What a merge produced. */
@@ -53,15 +63,17 @@ final class MergeWriter {
    * Merges {@code inputs}, in that order, into the output stored under {@code syntheticMapId}.
    *
    * @throws CancellationException when {@code cancelled} turns true (checked between partitions)
+   * @throws PeerFilesUnreadable when a neighbour's local directory cannot be read
    * @throws IOException when an input is missing or malformed, or writing fails
    */
   Result merge(int shuffleId, long syntheticMapId, List<MergeInput> inputs, int readBufferBytes,
       int writeBufferBytes, BooleanSupplier cancelled) throws IOException {
+    checkReadable(inputs);
     int n = inputs.size();
     long[][] offsets = new long[n][];
     int[] mapIndexes = new int[n];
     for (int i = 0; i < n; i++) {
-      offsets[i] = readOffsets(resolver.getIndexFile(shuffleId, inputs.get(i).mapId(), Option.empty()));
+      offsets[i] = readOffsets(resolver.getIndexFile(shuffleId, inputs.get(i).mapId(), dirs(inputs.get(i))));
       mapIndexes[i] = inputs.get(i).mapIndex();
       if (offsets[i].length != offsets[0].length) {
         throw new IOException("Map outputs of shuffle " + shuffleId + " disagree on the number of partitions");
@@ -77,7 +89,7 @@ final class MergeWriter {
     try (FileOutputStream file = new FileOutputStream(tmp)) {
       DataOutputStream out = new DataOutputStream(new BufferedOutputStream(file, writeBufferBytes));
       for (int i = 0; i < n; i++) {
-        File data = resolver.getDataFile(shuffleId, inputs.get(i).mapId());
+        File data = resolver.getDataFile(shuffleId, inputs.get(i).mapId(), dirs(inputs.get(i)));
         in[i] = new BufferedInputStream(new FileInputStream(data), readBufferBytes);
       }
       byte[] chunk = new byte[COPY_CHUNK];
@@ -119,6 +131,23 @@ final class MergeWriter {
       if (!committed) Files.deleteIfExists(tmp.toPath());
     }
     return new Result(lengths, inputBytes);
+  }
+
+  /** Fails before any work when a neighbour's directory is not a readable directory here. */
+  static void checkReadable(List<MergeInput> inputs) throws PeerFilesUnreadable {
+    for (MergeInput in : inputs) {
+      for (String dir : in.dirs()) {
+        File d = new File(dir);
+        if (!d.isDirectory() || !d.canRead()) {
+          throw new PeerFilesUnreadable("cannot read the neighbour's local directory " + dir);
+        }
+      }
+    }
+  }
+
+  /** Where Spark's resolver looks for an input: a neighbour's directories, or (none given) this executor's. */
+  private static Option<String[]> dirs(MergeInput in) {
+    return in.dirs().isEmpty() ? Option.empty() : Option.apply(in.dirs().toArray(new String[0]));
   }
 
   /** The R+1 offsets of a sort-shuffle index file. */

@@ -94,6 +94,8 @@ final class MergerService {
       return outcome(a, "committed", null, r, queuedAt, startedAt, bytes);
     } catch (CancellationException e) {
       return outcome(a, "cancelled", "cancelled by the driver", null, queuedAt, startedAt, bytes);
+    } catch (MergeWriter.PeerFilesUnreadable e) {
+      return outcome(a, RiffleScheduler.UNREADABLE, e.getMessage(), null, queuedAt, startedAt, bytes);
     } catch (Exception e) { // IOException, or anything else from Spark's resolver: the merge failed
       LOG.warn("Riffle merge {} of shuffle {} failed; its {} map outputs will be read unmerged: {}",
           a.groupId(), a.shuffleId(), n, e.toString());

@@ -18,8 +18,8 @@ record ReadPlan(boolean riffle, boolean sealed, List<Group> groups) {
   /** No merged outputs: read every original. */
   static final ReadPlan UNMERGED = new ReadPlan(false, true, List.of());
 
-  /** One merged output: the synthetic map id it is stored under and the map outputs it contains. */
-  record Group(long groupId, long syntheticMapId, List<MergeInput> inputs) {}
+  /** One merged output: the synthetic map id it is stored under, the executor that wrote it, and the map outputs it contains. */
+  record Group(long groupId, long syntheticMapId, String merger, List<MergeInput> inputs) {}
 
   /** This plan without merge {@code syntheticMapId}. */
   ReadPlan without(long syntheticMapId) {
@@ -31,7 +31,8 @@ record ReadPlan(boolean riffle, boolean sealed, List<Group> groups) {
     for (JsonNode g : reply.path("groups")) {
       List<MergeInput> inputs = new ArrayList<>();
       for (JsonNode in : g.path("inputs")) inputs.add(new MergeInput(in.get(0).asInt(), in.get(1).asLong()));
-      groups.add(new Group(g.path("groupId").asLong(), g.path("syntheticMapId").asLong(), inputs));
+      groups.add(new Group(g.path("groupId").asLong(), g.path("syntheticMapId").asLong(),
+          g.path("merger").asText(null), inputs));
     }
     return new ReadPlan(reply.path("riffle").asBoolean(), reply.path("sealed").asBoolean(), groups);
   }

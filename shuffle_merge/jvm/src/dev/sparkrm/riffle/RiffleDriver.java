@@ -1,10 +1,13 @@
 package dev.sparkrm.riffle;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import dev.sparkrm.compat.SparkCompat;
 import dev.sparkrm.conf.SparkrmConf;
 import dev.sparkrm.rpc.MessageRouter;
 import dev.sparkrm.telemetry.TelemetryStore;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import org.apache.spark.SparkContext;
 import scala.Tuple2;
@@ -53,7 +56,8 @@ public final class RiffleDriver {
     }
     boolean oldProtocol = sc.conf().getBoolean("spark.shuffle.useOldFetchProtocol", false);
     SparkCompat.addListener(sc, new RiffleListener(scheduler, appConf, oldProtocol), QUEUE);
-    router.on("riffle.poll", m -> json(scheduler.poll(m.path("executorId").asText(), now())));
+    router.on("riffle.poll", m -> json(scheduler.poll(m.path("executorId").asText(), strings(m.path("localDirs")),
+        now())));
     router.on("riffle.done", m -> json(Map.of("keep", scheduler.mergeEnded(m.path("groupId").asLong(),
         m.path("status").asText(), m.path("error").asText(null), m, now()))));
     router.on("riffle.plan", m -> json(scheduler.plan(m.path("shuffleId").asInt(), now())));
@@ -77,6 +81,14 @@ public final class RiffleDriver {
 
   public void stop() {
     if (active == this) active = null;
+  }
+
+  /** The strings of a JSON array, or {@code null} when the field is absent. */
+  private static List<String> strings(JsonNode array) {
+    if (!array.isArray()) return null;
+    List<String> out = new ArrayList<>();
+    for (JsonNode n : array) out.add(n.asText());
+    return out;
   }
 
   private static long now() {

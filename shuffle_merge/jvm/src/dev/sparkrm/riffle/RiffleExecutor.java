@@ -26,7 +26,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Spark's plugin RPC only lets executors ask the driver, so a daemon thread polls it for work:
  * every {@code spark.riffle.merge.pollInterval} while the driver has shuffles in progress, ten
- * times less often otherwise. Reduce tasks ask for a shuffle's plan of merged outputs; a sealed plan
+ * times less often otherwise. Its first polls tell the driver this executor's local directories,
+ * from which neighbours on the same host read its map outputs in host-level merges. Reduce tasks ask for a shuffle's plan of merged outputs; a sealed plan
  * never changes while the map outputs stay the same, so one task per executor, shuffle and
  * map-output epoch fetches it (polling every few milliseconds until it is sealed) and the others
  * share it.
@@ -51,6 +52,7 @@ public final class RiffleExecutor {
   private final Thread poller;
   private volatile boolean running = true;
   private long seenRevocations;
+  private boolean dirsKnown;
 
   private RiffleExecutor(PluginContext ctx, SparkrmConf conf) {
     this.ctx = ctx;
@@ -199,7 +201,9 @@ public final class RiffleExecutor {
         Map<String, Object> q = new LinkedHashMap<>();
         q.put("executorId", ctx.executorID());
         q.put("peakBufferBytes", merger.peakBufferBytes());
+        if (!dirsKnown) q.put("localDirs", SparkEnv.get().blockManager().diskBlockManager().localDirsString());
         JsonNode reply = JSON.readTree((String) ctx.ask(MessageRouter.encode("riffle.poll", q)));
+        dirsKnown = reply.path("dirsKnown").asBoolean();
         active = reply.path("active").asBoolean();
         long revocations = reply.path("revocations").asLong();
         if (revocations != seenRevocations) {
@@ -246,7 +250,13 @@ public final class RiffleExecutor {
 
   private static MergeAssignment assignment(JsonNode m) {
     List<MergeInput> inputs = new ArrayList<>();
-    for (JsonNode in : m.path("inputs")) inputs.add(new MergeInput(in.get(0).asInt(), in.get(1).asLong()));
+    JsonNode inputDirs = m.path("inputDirs");
+    for (int i = 0; i < m.path("inputs").size(); i++) {
+      JsonNode in = m.path("inputs").get(i);
+      List<String> dirs = new ArrayList<>();
+      for (JsonNode d : inputDirs.path(i)) dirs.add(d.asText());
+      inputs.add(new MergeInput(in.get(0).asInt(), in.get(1).asLong(), dirs));
+    }
     return new MergeAssignment(m.path("groupId").asLong(), m.path("shuffleId").asInt(),
         m.path("syntheticMapId").asLong(), inputs);
   }

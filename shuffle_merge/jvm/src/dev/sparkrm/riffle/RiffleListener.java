@@ -14,7 +14,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Feeds the scheduler the map-stage events it needs: a stage writing a shuffle starts, one of its
- * tasks succeeds (the map output's id, index, executor and size), the stage ends.
+ * tasks succeeds (the map output's id, index, executor, host and size), the stage ends.
  *
  * <p>Spark names map outputs by the task attempt id, or by the partition index when
  * {@code spark.shuffle.useOldFetchProtocol} is on. A callback never throws.
@@ -52,7 +52,7 @@ final class RiffleListener extends SparkListener {
       Integer shuffleId = stageToShuffle.get(e.stageId());
       if (shuffleId == null || e.reason() != Success$.MODULE$ || e.taskMetrics() == null) return;
       long mapId = oldFetchProtocol ? e.taskInfo().partitionId() : e.taskInfo().taskId();
-      scheduler.mapOutput(shuffleId, e.taskInfo().partitionId(), mapId, e.taskInfo().executorId(),
+      scheduler.mapOutput(shuffleId, e.taskInfo().partitionId(), mapId, e.taskInfo().executorId(), e.taskInfo().host(),
           e.taskMetrics().shuffleWriteMetrics().bytesWritten(), System.currentTimeMillis());
     });
   }

@@ -16,6 +16,8 @@ final class RiffleRecords implements RiffleEvents {
       .field("shuffleId", "int", g -> g.shuffle.shuffleId)
       .field("generation", "int", g -> g.generation)
       .field("executorId", "string", g -> g.executorId)
+      .field("scope", "string", g -> g.scope)
+      .field("host", "string", g -> g.inputs.get(0).host())
       .field("fanIn", "int", g -> g.inputs.size())
       .field("mapIndexes", "int_list", g -> g.inputs.stream().mapToLong(MergePolicy.Output::mapIndex).toArray())
       .field("status", "string", g -> g.status)

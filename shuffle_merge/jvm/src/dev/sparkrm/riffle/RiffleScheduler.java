@@ -5,17 +5,26 @@ import dev.sparkrm.riffle.MergePolicy.Output;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The driver's merge scheduler (thesis §3.1, §3.3, §3.6-3.8): decides which map outputs each
  * executor merges, hands the merges out, and publishes the merged outputs readers may use.
  *
  * <p>Per shuffle it follows the map stage, with the {@link ShuffleSettings} of the job that ran it.
- * As map tasks succeed (from listener events) it queues their outputs per executor and issues merges
- * eagerly by the {@link MergePolicy}. When the map stage ends it merges leftovers and then
+ * As map tasks succeed (from listener events) it queues their outputs per host (thesis §3.5: one merger
+ * per node) or per executor, and issues merges eagerly by the {@link MergePolicy}. A host's merge runs
+ * on the executor of that host, among those that wrote its inputs, with the fewest merges in flight;
+ * it reads its neighbours' files from their local directories, which every executor reports when it
+ * first polls. An executor whose directories are not known yet merges alone, and a host whose
+ * executors cannot read each other's files falls back to merging per executor (its failed merge's
+ * outputs are queued again). When the map stage ends it merges leftovers and then
  * <em>seals</em> the shuffle once every merge has ended, or a fraction {@code bestEffort} of the
  * outputs is merged, or the best-effort deadline has passed; merges still running then are
  * cancelled. Readers wait for the seal and get the committed merges. A merge that fails, times out
@@ -25,6 +34,10 @@ import java.util.Map;
  * can be driven directly in tests. Nothing here blocks: executors and readers poll.
  */
 public final class RiffleScheduler {
+  /** The status an executor reports for a host merge that could not read a neighbour's files. */
+  static final String UNREADABLE = "unreadable";
+  private static final Logger LOG = LoggerFactory.getLogger(RiffleScheduler.class);
+
   private final ShuffleSettings defaults;
   private final long mergeTimeoutMs;
   private final RiffleEvents events;
@@ -33,6 +46,9 @@ public final class RiffleScheduler {
   private final Map<Long, Group> groups = new HashMap<>();
   private final Map<String, ArrayDeque<Group>> toDeliver = new HashMap<>();
   private final Map<String, List<Long>> toCancel = new HashMap<>();
+  /** Each executor's local directories, where its neighbours on the host read its map outputs. */
+  private final Map<String, List<String>> localDirs = new HashMap<>();
+  private final Set<String> unreadableHosts = new HashSet<>();
   private long nextGroupId = 1;
   private long revocations;
 
@@ -42,6 +58,7 @@ public final class RiffleScheduler {
     final ShuffleState shuffle;
     final int generation;
     final String executorId;
+    final String scope;
     final List<Output> inputs;
     final long issuedAt;
     String status = "queued"; // queued, running, committed, failed, cancelled; revoked after committed
@@ -49,11 +66,12 @@ public final class RiffleScheduler {
     long endedAt = -1;
     JsonNode report;
 
-    Group(long id, ShuffleState shuffle, String executorId, List<Output> inputs, long issuedAt) {
+    Group(long id, ShuffleState shuffle, String executorId, String scope, List<Output> inputs, long issuedAt) {
       this.id = id;
       this.shuffle = shuffle;
       this.generation = shuffle.generation;
       this.executorId = executorId;
+      this.scope = scope;
       this.inputs = inputs;
       this.issuedAt = issuedAt;
     }
@@ -140,18 +158,15 @@ public final class RiffleScheduler {
     s.pending.clear();
   }
 
-  /** A map task of {@code shuffleId} succeeded; its output may be merged. */
-  public synchronized void mapOutput(int shuffleId, int mapIndex, long mapId, String executorId, long bytes,
-      long nowMs) {
+  /** A map task of {@code shuffleId} succeeded on {@code executorId} of {@code host}; its output may be merged. */
+  public synchronized void mapOutput(int shuffleId, int mapIndex, long mapId, String executorId, String host,
+      long bytes, long nowMs) {
     ShuffleState s = shuffles.get(shuffleId);
     if (s == null || !s.merging() || s.sealed) return;
     s.outputs++;
-    Output o = new Output(mapIndex, mapId, executorId, bytes, s.partitions);
-    MergePolicy policy = s.settings.policy();
-    if (bytes == 0 || !policy.admits(o)) return;
-    List<Output> queue = s.pending.computeIfAbsent(executorId, k -> new ArrayList<>());
-    queue.add(o);
-    for (List<Output> g : policy.readyGroups(queue)) issue(s, executorId, g, nowMs);
+    Output o = new Output(mapIndex, mapId, executorId, host, bytes, s.partitions);
+    if (bytes == 0 || !s.settings.policy().admits(o)) return;
+    enqueue(s, o, nowMs);
   }
 
   /** The map stage of {@code shuffleId} ended; on success, merge leftovers and seal when ready. */
@@ -164,28 +179,28 @@ public final class RiffleScheduler {
       seal(s, "riffle off for this job", nowMs);
       return;
     }
-    if (s.settings.leftovers()) {
-      for (Map.Entry<String, List<Output>> e : s.pending.entrySet()) {
-        if (e.getValue().size() >= 2 && s.issuedOutputs < s.settings.bestEffort() * s.outputs) {
-          issue(s, e.getKey(), s.settings.policy().leftoverGroup(e.getValue()), nowMs);
-        }
-      }
-    }
+    issueLeftovers(s, nowMs);
     maybeSeal(s, nowMs);
   }
 
-  /** An executor asks for work: merges to run, merges to cancel, and whether to keep polling fast. */
-  public synchronized Map<String, Object> poll(String executorId, long nowMs) {
+  /**
+   * An executor asks for work: merges to run, merges to cancel, and whether to keep polling fast.
+   * {@code dirs}, its local directories, are sent until the reply says they are known ({@code null}
+   * after that).
+   */
+  public synchronized Map<String, Object> poll(String executorId, List<String> dirs, long nowMs) {
+    if (dirs != null && !dirs.isEmpty()) localDirs.put(executorId, List.copyOf(dirs));
     expire(nowMs);
     List<Map<String, Object>> merges = new ArrayList<>();
     ArrayDeque<Group> queue = toDeliver.remove(executorId);
     if (queue != null) {
       for (Group g : queue) {
         g.status = "running";
-        merges.add(assignment(g));
+        merges.add(assignment(g, true));
       }
     }
     Map<String, Object> reply = new LinkedHashMap<>();
+    reply.put("dirsKnown", localDirs.containsKey(executorId));
     reply.put("active", shuffles.values().stream().anyMatch(s -> !s.sealed));
     reply.put("merges", merges);
     List<Long> cancel = toCancel.remove(executorId);
@@ -195,17 +210,20 @@ public final class RiffleScheduler {
   }
 
   /**
-   * An executor reports how merge {@code groupId} ended ({@code committed}, {@code failed} or
-   * {@code cancelled}). Returns whether it should keep the merged files: only a merge still wanted
-   * is published; a late one (after the seal, cancel or timeout) is deleted.
+   * An executor reports how merge {@code groupId} ended ({@code committed}, {@code failed},
+   * {@code cancelled}, or {@link #UNREADABLE}: a host merge that could not read a neighbour's files,
+   * which is failed and merged again per executor). Returns whether it should keep the merged files:
+   * only a merge still wanted is published; a late one (after the seal, cancel or timeout) is deleted.
    */
   public synchronized boolean mergeEnded(long groupId, String status, String error, JsonNode report, long nowMs) {
     Group g = groups.get(groupId);
     if (g == null || !g.inFlight()) return false;
     g.report = report;
     boolean committed = "committed".equals(status);
-    end(g, committed ? "committed" : "failed".equals(status) ? "failed" : "cancelled", error, nowMs);
+    boolean unreadable = UNREADABLE.equals(status);
+    end(g, committed ? "committed" : "failed".equals(status) || unreadable ? "failed" : "cancelled", error, nowMs);
     if (committed && g.generation == g.shuffle.generation) g.shuffle.committedOutputs += g.inputs.size();
+    if (unreadable) mergeApart(g, error, nowMs);
     maybeSeal(g.shuffle, nowMs);
     return committed;
   }
@@ -224,7 +242,7 @@ public final class RiffleScheduler {
     List<Map<String, Object>> published = new ArrayList<>();
     if (riffle) {
       for (Group g : groups.values()) {
-        if (g.shuffle == s && g.status.equals("committed")) published.add(assignment(g));
+        if (g.shuffle == s && g.status.equals("committed")) published.add(assignment(g, false));
       }
     }
     reply.put("groups", published);
@@ -245,12 +263,64 @@ public final class RiffleScheduler {
     return true;
   }
 
-  private void issue(ShuffleState s, String executorId, List<Output> inputs, long nowMs) {
-    Group g = new Group(nextGroupId++, s, executorId, inputs, nowMs);
+  /** Queues {@code o} with the outputs it will be merged with, and issues the merges now ready. */
+  private void enqueue(ShuffleState s, Output o, long nowMs) {
+    boolean perHost = s.settings.perHost() && o.host() != null && localDirs.containsKey(o.executorId())
+        && !unreadableHosts.contains(o.host());
+    String key = perHost ? "host " + o.host() : "executor " + o.executorId();
+    List<Output> queue = s.pending.computeIfAbsent(key, k -> new ArrayList<>());
+    queue.add(o);
+    for (List<Output> g : s.settings.policy().readyGroups(queue)) issue(s, key, g, nowMs);
+  }
+
+  /** Merges what is left in each queue once the map stage is over (unless the best-effort fraction is reached). */
+  private void issueLeftovers(ShuffleState s, long nowMs) {
+    if (!s.settings.leftovers()) return;
+    for (Map.Entry<String, List<Output>> e : s.pending.entrySet()) {
+      if (e.getValue().size() >= 2 && s.issuedOutputs < s.settings.bestEffort() * s.outputs) {
+        issue(s, e.getKey(), s.settings.policy().leftoverGroup(e.getValue()), nowMs);
+      }
+    }
+  }
+
+  /**
+   * Host merge {@code g} could not read a neighbour's files: its host merges per executor from now on,
+   * and, while the map stage's merges are still collected, its outputs are queued again that way.
+   */
+  private void mergeApart(Group g, String error, long nowMs) {
+    String host = g.inputs.get(0).host();
+    if (unreadableHosts.add(host)) {
+      LOG.warn("Riffle: executors on host {} cannot read each other's shuffle files ({}); they merge their own "
+          + "outputs from now on", host, error);
+    }
+    ShuffleState s = g.shuffle;
+    if (s.sealed || g.generation != s.generation) return;
+    s.issuedOutputs -= g.inputs.size();
+    for (Output o : g.inputs) enqueue(s, o, nowMs);
+    if (s.stageDone) issueLeftovers(s, nowMs);
+  }
+
+  private void issue(ShuffleState s, String queueKey, List<Output> inputs, long nowMs) {
+    String scope = queueKey.startsWith("host ") ? "host" : "executor";
+    Group g = new Group(nextGroupId++, s, mergerFor(inputs), scope, inputs, nowMs);
     groups.put(g.id, g);
     s.inFlight.add(g);
     s.issuedOutputs += inputs.size();
-    toDeliver.computeIfAbsent(executorId, k -> new ArrayDeque<>()).add(g);
+    toDeliver.computeIfAbsent(g.executorId, k -> new ArrayDeque<>()).add(g);
+  }
+
+  /** The executor that runs a merge: of those that wrote its inputs, the one with the fewest merges in flight. */
+  private String mergerFor(List<Output> inputs) {
+    Map<String, Integer> load = new HashMap<>();
+    for (Output o : inputs) load.put(o.executorId(), 0);
+    for (ShuffleState s : shuffles.values()) {
+      for (Group g : s.inFlight) load.computeIfPresent(g.executorId, (k, n) -> n + 1);
+    }
+    String best = inputs.get(0).executorId();
+    for (Output o : inputs) {
+      if (load.get(o.executorId()) < load.get(best)) best = o.executorId();
+    }
+    return best;
   }
 
   /** Seals {@code s} when its map stage is over and nothing more is worth waiting for. */
@@ -309,14 +379,25 @@ public final class RiffleScheduler {
     events.mergeEnded(g);
   }
 
-  private static Map<String, Object> assignment(Group g) {
+  /**
+   * A merge as executors and readers see it: its inputs ([map index, map id]) and the executor that
+   * merges them. For the merger ({@code withDirs}) each input also comes with the local directories
+   * to read it from: empty for its own outputs, its neighbour's for the others.
+   */
+  private Map<String, Object> assignment(Group g, boolean withDirs) {
     Map<String, Object> m = new LinkedHashMap<>();
     m.put("groupId", g.id);
     m.put("shuffleId", g.shuffle.shuffleId);
     m.put("syntheticMapId", g.syntheticMapId());
+    m.put("merger", g.executorId);
     List<long[]> inputs = new ArrayList<>();
-    for (Output o : g.inputs) inputs.add(new long[] {o.mapIndex(), o.mapId()});
+    List<List<String>> dirs = new ArrayList<>();
+    for (Output o : g.inputs) {
+      inputs.add(new long[] {o.mapIndex(), o.mapId()});
+      dirs.add(o.executorId().equals(g.executorId) ? List.of() : localDirs.getOrDefault(o.executorId(), List.of()));
+    }
     m.put("inputs", inputs);
+    if (withDirs) m.put("inputDirs", dirs);
     return m;
   }
 }

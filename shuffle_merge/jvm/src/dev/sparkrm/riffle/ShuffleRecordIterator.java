@@ -212,10 +212,9 @@ final class ShuffleRecordIterator extends AbstractIterator<Tuple2<Object, Object
     add("badMergedBlocks", 1);
     reportBad(e.syntheticMapId, e.getMessage());
     closeMerged();
-    BlockManagerId location = plan.locationOf(e.syntheticMapId);
-    ShuffleBlockId original = plan.original(e.syntheticMapId, e.mapIndex, e.reduceId);
-    return SparkCompat.rethrow(new FetchFailedException(location, shuffleId, original.mapId(), e.mapIndex,
-        e.reduceId, e.getMessage(), e));
+    FetchPlan.Block original = plan.original(e.syntheticMapId, e.mapIndex, e.reduceId);
+    return SparkCompat.rethrow(new FetchFailedException(original.location(), shuffleId,
+        ((ShuffleBlockId) original.id()).mapId(), e.mapIndex, e.reduceId, e.getMessage(), e));
   }
 
   /** Logs and reports a merged output this read stops using. */

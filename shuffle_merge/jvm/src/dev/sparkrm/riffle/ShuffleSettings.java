@@ -22,16 +22,17 @@ import java.util.Properties;
  * @param bestEffort        fraction of outputs merged after which reducers stop waiting
  * @param bestEffortTimeoutMs longest wait after the map stage
  * @param maxWaitRatio      longest wait as a multiple of the map stage's duration
- * @param leftovers         merge an executor's remaining outputs at the end of the map stage
+ * @param leftovers         merge an executor's (or host's) remaining outputs at the end of the map stage
+ * @param perHost           merge the outputs of all executors on a host together ({@code merge.scope=host})
  */
 public record ShuffleSettings(boolean enabled, MergePolicy policy, double bestEffort, long bestEffortTimeoutMs,
-    double maxWaitRatio, boolean leftovers) {
-
+    double maxWaitRatio, boolean leftovers, boolean perHost) {
 
   static ShuffleSettings from(SparkrmConf conf) {
     return new ShuffleSettings(conf.getBoolean("spark.riffle.enabled"), MergePolicy.fromConf(conf),
         conf.getDouble("spark.riffle.bestEffort.fraction"), conf.getLong("spark.riffle.bestEffort.timeout"),
-        conf.getDouble("spark.riffle.bestEffort.maxWaitRatio"), conf.getBoolean("spark.riffle.merge.leftovers"));
+        conf.getDouble("spark.riffle.bestEffort.maxWaitRatio"), conf.getBoolean("spark.riffle.merge.leftovers"),
+        "host".equals(conf.getString("spark.riffle.merge.scope")));
   }
 
   /**

@@ -1,0 +1,34 @@
+"""Executors of one host that cannot read each other's files: Riffle merges per executor there instead.
+
+The fault key makes every host merge find its neighbours' directories unreadable, as it would where
+executors of one host run in separate containers or as different users.
+"""
+
+import pytest
+
+import spark_plugin
+from tests.shuffle_merge.faults import FAULT_WORKLOADS, run_and_check
+
+pytestmark = pytest.mark.spark
+
+SPARK_SESSION = dict(
+    master="local-cluster[2,1,1024]",
+    features=["telemetry", "riffle"],
+    conf={"spark.riffle.merge.fanIn": "3", "spark.riffle.bestEffort.fraction": "1.0",
+          "spark.riffle.test.peerFilesUnreadable": "true"},
+)
+
+
+@pytest.mark.parametrize("name", FAULT_WORKLOADS)
+def test_unreadable_neighbours_fall_back_to_per_executor_merges(spark, vanilla_results, name):
+    tm = spark_plugin.telemetry(spark)
+    records = run_and_check(spark, tm, vanilla_results, name)
+    merges = records["merge"].to_pylist()
+    # The first workload meets the fault; from then on the host merges per executor.
+    host_merges = [m for m in tm.records()["merge"].to_pylist() if m["scope"] == "host"]
+    assert host_merges and all(m["status"] == "failed" and "neighbours' directories unreadable" in m["reason"]
+                               for m in host_merges)
+    executor_merges = [m for m in merges if m["scope"] == "executor"]
+    assert executor_merges and all(m["status"] == "committed" for m in executor_merges)
+    reads = records["shuffle_read"].to_pylist()
+    assert sum(r["mergedBlocks"] for r in reads) > 0 and sum(r["fallbacks"] for r in reads) == 0
