@@ -98,9 +98,10 @@ def measure(records: dict, maps: int, reducers: int, fan_in: int | None, best_ef
     model = RequestModel(maps, reducers, map_stage["shuffleWriteBytes"])
     if target_block_bytes is not None:
         fan_in = block_size_fan_in(target_block_bytes, map_stage["shuffleWriteBytes"] / (maps * reducers))
+    complete = bool(sealed) and sealed[0]["sealReason"] == "all merges ended"
     if fan_in is None:
         predicted = thesis = float(maps)
-    elif merged_fraction >= 1.0:
+    elif complete:  # a queue's single leftover output stays unmerged: still ceil(M_q/N) reads
         predicted = float(model_reads_per_reducer(list(maps_per_merger.values()), fan_in))
         thesis = model.best_effort_reads_per_reducer(fan_in, best_effort)
     else:  # best effort cut merging short: the model at the fraction actually merged
