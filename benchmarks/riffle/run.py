@@ -1,10 +1,12 @@
-"""Riffle's benchmarks: ``python -m benchmarks.riffle {synthetic,slow-disk,tpch}``.
+"""Riffle's benchmarks: ``python -m benchmarks.riffle {synthetic,slow-disk,whole-job,tpch}``.
 
 * ``synthetic``: the thesis's synthetic job scaled down (M maps x R reducers, ~150 KB blocks),
   with merging off, N-way for each N, and N-way with best effort, all in one application and
   interleaved round by round (per-job settings), so every configuration sees the same machine.
 * ``slow-disk``: the reduce stage of a vanilla and a merged shuffle read cold (page cache
   dropped) by executors whose disk reads are capped at HDD-class IOPS (cgroup blkio).
+* ``whole-job``: map, merge and reduce of fresh shuffles, vanilla against Riffle, with four executors
+  sharing one IOPS-capped disk and a page cache too small for the shuffle (:mod:`.whole_job`).
 * ``tpch``: the TPC-H harness with modes vanilla and riffle.
 
 Each writes ``<date>-<sha>-<kind>.json`` plus a Markdown/PNG report under
@@ -20,21 +22,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import (RESULTS_DIR, add_master_option, benchmark_session, result_path, run_metadata, spread,
+from benchmarks.common import (RESULTS_DIR, add_master_option, result_path, run_metadata, spread,
                                write_json)
 
 from .report import write_slow_disk_report, write_synthetic_report
 from .slow_disk import IopsCap, device_of, drop_caches, unavailable_reason
-from .workload import SyntheticShuffle, measure, partition_keys, shuffle_job
-
-
-def session(args, local_dir: str):
-    return benchmark_session(
-        args, ["telemetry", "riffle"], app_name="riffle-benchmark",
-        conf={"spark.shuffle.compress": "false", "spark.sql.adaptive.enabled": "false",
-              "spark.sql.shuffle.partitions": str(args.reducers), "spark.riffle.bestEffort.timeout": "120s",
-              "spark.riffle.merger.memoryBudget": "512m", "spark.ui.showConsoleProgress": "false",
-              "spark.local.dir": local_dir})
+from .whole_job import whole_job
+from .workload import SyntheticShuffle, clean_shuffles, executor_pids, measure, partition_keys, session, shuffle_job
 
 
 def configs(fan_ins: list[int], block_targets_kb: list[int] = (), scopes: list[str] = ("host",)) -> list[dict]:
@@ -55,13 +49,6 @@ def configs(fan_ins: list[int], block_targets_kb: list[int] = (), scopes: list[s
                     "settings": {"policy": "blocksize", "target_block_bytes": f"{kb}k", "best_effort": 1.0,
                                  "max_wait_ratio": 100, "scope": scopes[0]}})
     return out
-
-
-def clean_shuffles(spark, records) -> None:
-    """Delete the run's shuffle files now (as Spark's cleaner would later), to bound disk use."""
-    cleaner = spark.sparkContext._jsc.sc().cleaner().get()
-    for sid in {s["shuffleId"] for s in records["stage"].to_pylist() if s["shuffleId"] is not None}:
-        cleaner.doCleanupShuffle(sid, True)
 
 
 def synthetic(args) -> Path:
@@ -127,7 +114,7 @@ def slow_disk(args) -> Path | None:
         spark = session(args, local)
         try:
             tm = spark_plugin.telemetry(spark)
-            pids = [e["pid"] for e in tm.executors().to_pylist() if e["event"] == "registered"]
+            pids = executor_pids(tm, args.executors)
             keys = partition_keys(spark, args.reducers)
             modes = {"vanilla": {"enabled": False},
                      "riffle": {"fan_in": args.fan_in, "best_effort": 1.0, "max_wait_ratio": 100}}
@@ -201,11 +188,12 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="kind", required=True)
     for name, helptext in (("synthetic", "N-way sweep on a synthetic shuffle"),
                            ("slow-disk", "cold reduce stage under an IOPS cap"),
+                           ("whole-job", "map, merge and reduce under an IOPS cap and cache pressure"),
                            ("tpch", "TPC-H, vanilla vs riffle")):
         p = sub.add_parser(name, help=helptext)
         p.add_argument("--repeat", type=int, default=3, help="rounds (default 3)")
         p.add_argument("--out", type=Path, default=None, help="output folder (default benchmarks/results/riffle)")
-        if name != "slow-disk":  # slow-disk caps its own executors' reads; the emulated hosts cap theirs
+        if name in ("synthetic", "tpch"):  # the disk benchmarks cap their own executors' reads
             add_master_option(p)
         if name == "tpch":
             p.add_argument("--sf", type=float, default=1.0, help="scale factor (default 1)")
@@ -223,14 +211,18 @@ def main(argv=None) -> int:
     sub.choices["synthetic"].add_argument("--scopes", type=_scopes, default=["host"], metavar="SCOPE,...",
                                           help="merge scopes of the complete N-way runs: host, executor or "
                                                "host,executor (default host)")
-    sub.choices["slow-disk"].add_argument("--fan-in", type=int, default=10, help="N of the merged shuffle (default 10)")
-    sub.choices["slow-disk"].add_argument("--iops", type=int, default=200, help="read IOPS cap (default 200)")
-    sub.choices["slow-disk"].add_argument("--io-unit-kb", type=int, default=512,
-                                          help="device readahead during cold reads, KiB (default 512, the thesis's unit)")
+    for name in ("slow-disk", "whole-job"):
+        sub.choices[name].add_argument("--fan-in", type=int, default=10, help="N of the merged shuffle (default 10)")
+        sub.choices[name].add_argument("--iops", type=int, default=200, help="read IOPS cap (default 200)")
+        sub.choices[name].add_argument("--io-unit-kb", type=int, default=512,
+                                       help="device readahead during cold reads, KiB (default 512, the thesis's unit)")
+    sub.choices["whole-job"].set_defaults(executors=4)  # executors sharing a host and its disk
+    sub.choices["whole-job"].add_argument("--drop-interval-ms", type=int, default=500,
+                                          help="evict the shuffle's files from the page cache this often (default 500)")
     args = parser.parse_args(argv)
     if args.kind == "tpch":
         return tpch(args)
     if min(args.maps, args.reducers, args.block_kb, args.executors, args.repeat) < 1:
         parser.error("--maps, --reducers, --block-kb, --executors and --repeat must be >= 1")
-    (synthetic if args.kind == "synthetic" else slow_disk)(args)
+    {"synthetic": synthetic, "slow-disk": slow_disk, "whole-job": whole_job}[args.kind](args)
     return 0

@@ -1,4 +1,5 @@
-"""Emulating an HDD-class disk for a benchmark: a read-IOPS cap, an I/O unit size, cold caches.
+"""Emulating an HDD-class disk for a benchmark: a read-IOPS cap, an I/O unit size, cold caches, and a page
+cache too small to hold a shuffle (:class:`CachePressure`, which evicts the shuffle's files only).
 
 Uses the cgroup-v1 blkio controller (``blkio.throttle.read_iops_device``), the device's
 readahead (``/sys/dev/block/MAJ:MIN/queue/read_ahead_kb``) and ``/proc/sys/vm/drop_caches``,
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 from pathlib import Path
 
 BLKIO = Path("/sys/fs/cgroup/blkio")
@@ -107,3 +109,49 @@ class IopsCap:
             if len(parts) == 3 and parts[0] == self.device and parts[1] == "Read":
                 return int(parts[2])
         return 0
+
+
+class CachePressure:
+    """A page cache too small for the shuffle: every ``interval_s`` the files under ``directory`` (the shuffle's
+    local directory) are written out and evicted from the page cache, so a file read a moment after it was
+    written comes from the disk. Nothing else is evicted: jars, metadata and other files stay cached.
+
+    Use as a context manager; the thread stops when the block ends.
+    """
+
+    def __init__(self, directory: str | Path, interval_s: float):
+        self.directory, self.interval_s = Path(directory), interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="cache-pressure", daemon=True)
+        #: How many passes over the directory were made, set when the block ends.
+        self.passes_ = 0
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        return False
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            for path in self.directory.rglob("*"):
+                evict(path)
+            self.passes_ += 1
+
+
+def evict(path: Path) -> None:
+    """Write ``path``'s dirty pages out and drop its pages from the page cache (a file that vanished is skipped)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # a directory's entry, or deleted meanwhile
+        return
+    try:
+        os.fdatasync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    except OSError:
+        pass  # a directory or special file: nothing to evict
+    finally:
+        os.close(fd)

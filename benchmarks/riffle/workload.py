@@ -14,14 +14,46 @@ from __future__ import annotations
 
 import math
 import statistics
+import time
 from collections import Counter
 
 import pyarrow.compute as pc
 
+from benchmarks.common import benchmark_session
 from shuffle_merge import RequestModel, merge_summary, model_reads_per_reducer
 
 PAYLOAD_BYTES = 1000
 ROW_BYTES = PAYLOAD_BYTES + 32  # UnsafeRow of (int key, 1000-byte string): header, key, offset, data
+
+
+def session(args, local_dir: str):
+    """The benchmark's application: Riffle on, shuffle compression and AQE off, shuffle files under ``local_dir``."""
+    return benchmark_session(
+        args, ["telemetry", "riffle"], app_name="riffle-benchmark",
+        conf={"spark.shuffle.compress": "false", "spark.sql.adaptive.enabled": "false",
+              "spark.sql.shuffle.partitions": str(args.reducers), "spark.riffle.bestEffort.timeout": "120s",
+              "spark.riffle.merger.memoryBudget": "512m", "spark.ui.showConsoleProgress": "false",
+              "spark.local.dir": local_dir})
+
+
+def clean_shuffles(spark, records) -> None:
+    """Delete the run's shuffle files now (as Spark's cleaner would later), to bound disk use."""
+    cleaner = spark.sparkContext._jsc.sc().cleaner().get()
+    for sid in {s["shuffleId"] for s in records["stage"].to_pylist() if s["shuffleId"] is not None}:
+        cleaner.doCleanupShuffle(sid, True)
+
+
+def executor_pids(tm, count: int, timeout_s: float = 120) -> list[int]:
+    """Process ids of the application's ``count`` executors, once all have registered (a new session returns
+    before its executors do, and a disk cap must hold every one of them)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        pids = [e["pid"] for e in tm.executors().to_pylist() if e["event"] == "registered" and e["pid"]]
+        if len(pids) >= count:
+            return pids
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"only {len(pids)} of {count} executors registered within {timeout_s:.0f} s")
+        time.sleep(0.5)
 
 
 def partition_keys(spark, reducers: int) -> list[int]:

@@ -34,8 +34,26 @@ def test_synthetic_sweep_writes_reports_whose_reads_match_the_model(tmp_path):
         assert s["avg_read_bytes"] > summary["off"]["avg_read_bytes"]
 
 
+def test_whole_job_runs_both_modes_under_the_cap_or_says_why_not(tmp_path):
+    run = _riffle_bench("whole-job", "--maps", "8", "--reducers", "4", "--block-kb", "8", "--executors", "2",
+                        "--iops", "2000", "--drop-interval-ms", "100", "--repeat", "2", "--out", str(tmp_path))
+    assert run.returncode == 0, run.stderr[-3000:]
+    if "whole-job benchmark skipped:" in run.stderr:  # not root, or no blkio: nothing written
+        assert not any(tmp_path.iterdir())
+        return
+    [result] = tmp_path.glob("*.whole-job.json")
+    data = json.loads(result.read_text())
+    assert sorted((r["mode"], r["round"]) for r in data["runs"]) == [("riffle", 0), ("riffle", 1),
+                                                                      ("vanilla", 0), ("vanilla", 1)]
+    summary = data["summary"]
+    assert summary["vanilla"]["reads_per_reducer"] == 8 and summary["riffle"]["reads_per_reducer"] == 1
+    assert summary["riffle"]["model_error"] == 0
+    assert summary["job_s_ratio"]["low"] <= summary["job_s_ratio"]["geomean"] <= summary["job_s_ratio"]["high"]
+    assert "whole job over vanilla" in result.with_suffix(".md").read_text()
+
+
 @pytest.mark.parametrize("args", [["synthetic", "--maps", "0"], ["slow-disk", "--block-kb", "-1"],
-                                  ["nonsense"]])
+                                  ["synthetic", "--scopes", "rack"], ["nonsense"]])
 def test_bad_arguments_exit_with_status_2_and_say_why(tmp_path, args):
     run = _riffle_bench(*args, "--out", str(tmp_path))
     assert run.returncode == 2
