@@ -29,7 +29,8 @@ def write_synthetic_report(json_path: Path) -> Path:
         "",
         "Reads per reducer are the blocks each reduce task fetched (one per merge used, one per unmerged "
         "output), from Riffle's read records. Model: vanilla M; all outputs merged: sum over hosts (or executors, "
-        "per-executor scope) of ceil(M_h/N); best effort cut short: (1-f')M + f'M/N at the fraction f' actually merged. The thesis "
+        "per-executor scope) of ceil(M_h/N); best effort cut short: (1-f')M + f'M/N at the fraction f' actually "
+        "merged. The thesis "
         "column evaluates its formula at the configured f (an upper bound when more got merged). Merge tail: "
         "time from the end of the map stage until reducers could start.",
         "",
@@ -88,30 +89,35 @@ def write_slow_disk_report(json_path: Path) -> Path:
 def write_whole_job_report(json_path: Path) -> Path:
     data = json.loads(Path(json_path).read_text())
     conf, s = data["meta"]["conf"], data["summary"]
+    order = conf["modes"]
     rows = [[m, s[m]["job_s"], s[m]["map_stage_s"], s[m]["merge_tail_s"], s[m]["reduce_stage_s"],
-             s[m]["reads_per_reducer"], s[m]["predicted_reads_per_reducer"], int(s[m]["disk_reads"]),
-             s[m]["disk_read_bytes"] / 2**20] for m in ("vanilla", "riffle")]
+             s[m]["reads_per_reducer"], s[m]["predicted_reads_per_reducer"], s[m]["avg_read_bytes"] / 1024,
+             int(s[m]["disk_reads"]), s[m]["disk_read_bytes"] / 2**20] for m in order]
 
-    def ratio(key):
-        r = s[f"{key}_ratio"]
+    def ratio(mode, key):
+        r = s["ratios"][mode][key]
         span = f" (95% interval {r['low']:.2f}-{r['high']:.2f})" if r["low"] is not None else ""
         return f"**{r['geomean']:.2f}x**{span}"
 
+    policies = {"riffle": f"N = {conf['fan_in']}", "riffle-blocksize": f"block size {conf['target_block_kb']} KiB"}
+
     md = report_header(data["meta"], "Riffle: whole job on an IOPS-capped disk") + [
         f"{conf['maps']} maps x {conf['reducers']} reducers, {conf['block_kb']} KiB blocks, {conf['executors']} "
-        f"executors sharing one host (`{cluster_label(conf)}`); Riffle N = {conf['fan_in']}, merging per host, "
-        f"complete. Every run writes a fresh shuffle: map stage, merges and reduce stage, with the executors' "
+        f"executors sharing one host (`{cluster_label(conf)}`); Riffle "
+        f"{', '.join(f'`{m}`: {policies[m]}' for m in order[1:])}, merging per host, complete. Every run writes a fresh shuffle: map stage, merges and reduce stage, with the executors' "
         f"reads capped at {conf['iops']} IOPS together on device {conf['device']} ({conf['io_unit_kb']} KiB "
         f"units), and the shuffle's files written out and evicted from the page cache every "
-        f"{conf['drop_interval_ms']} ms. Vanilla and Riffle "
-        f"alternate, {conf['repeat']} rounds after a warm-up; medians.",
+        f"{conf['drop_interval_ms']} ms. The modes take turns "
+        f"(order rotated each round), {conf['repeat']} rounds after a warm-up; medians.",
         "",
         markdown_table(["mode", "job s", "map stage s", "merge tail s", "reduce stage s", "reads/reducer",
-                        "model", "disk read requests", "disk read MiB"], rows),
+                        "model", "avg read KiB", "disk read requests", "disk read MiB"], rows),
         "",
-        f"Riffle's whole job over vanilla's: {ratio('job_s')}; reduce stage: {ratio('reduce_stage_s')} "
-        f"(geometric means of per-round ratios). Disk read requests counted by the cgroup "
-        f"(`blkio.throttle.io_serviced`).",
+        *[f"`{m}`: whole job over vanilla's {ratio(m, 'job_s')}; reduce stage {ratio(m, 'reduce_stage_s')}."
+          for m in order[1:]],
+        "",
+        "Ratios are geometric means of per-round ratios. Disk read requests counted by the cgroup "
+        "(`blkio.throttle.io_serviced`).",
         "",
         "Buffered writes are not capped (cgroup v1 throttles the write-back of no group), so Riffle's extra "
         "merge writes cost less here than on a saturated disk.",

@@ -159,7 +159,8 @@ def _cold_read(records, maps: int, reducers: int) -> dict:
     if any(s["numTasks"] == maps and s["shuffleId"] is not None
            and s["shuffleLocalBlocks"] + s["shuffleRemoteBlocks"] == 0 for s in stages):
         raise RuntimeError("the map stage ran again: the shuffle was not reused, the read was not cold-only")
-    stage = next(s for s in stages if s["numTasks"] == reducers and s["shuffleLocalBlocks"] + s["shuffleRemoteBlocks"] > 0)
+    stage = next(s for s in stages
+                 if s["numTasks"] == reducers and s["shuffleLocalBlocks"] + s["shuffleRemoteBlocks"] > 0)
     mine = [t for t in records["task"].to_pylist() if t["stageId"] == stage["stageId"]]
     blocks = sum(t["shuffleLocalBlocks"] + t["shuffleRemoteBlocks"] for t in mine)
     return {"reduce_stage_s": (stage["completionTime"] - stage["submissionTime"]) / 1000,
@@ -180,6 +181,13 @@ def _scopes(text: str) -> list[str]:
     if not scopes or any(s not in ("host", "executor") for s in scopes):
         raise argparse.ArgumentTypeError(f"{text!r}: give host, executor or host,executor")
     return scopes
+
+
+def _policies(text: str) -> list[str]:
+    policies = text.split(",")
+    if any(p not in ("fanin", "blocksize") for p in policies):
+        raise argparse.ArgumentTypeError(f"{text!r}: give fanin, blocksize or fanin,blocksize")
+    return policies
 
 
 def main(argv=None) -> int:
@@ -217,6 +225,11 @@ def main(argv=None) -> int:
         sub.choices[name].add_argument("--io-unit-kb", type=int, default=512,
                                        help="device readahead during cold reads, KiB (default 512, the thesis's unit)")
     sub.choices["whole-job"].set_defaults(executors=4)  # executors sharing a host and its disk
+    sub.choices["whole-job"].add_argument("--policies", type=_policies, default=["fanin"], metavar="POLICY,...",
+                                          help="Riffle modes beside vanilla: fanin, blocksize or fanin,blocksize "
+                                               "(default fanin)")
+    sub.choices["whole-job"].add_argument("--target-block-kb", type=int, default=2048,
+                                          help="target merged block of the blocksize policy, KiB (default 2048)")
     sub.choices["whole-job"].add_argument("--drop-interval-ms", type=int, default=500,
                                           help="evict the shuffle's files from the page cache this often (default 500)")
     args = parser.parse_args(argv)

@@ -4,8 +4,8 @@ The executors share one host and its disk (``--executors`` of one local-cluster,
 group caps the read requests of all of them together at ``--iops``, with ``--io-unit-kb`` I/O units
 (readahead). A shuffle larger than the page cache is emulated by cache pressure: every ``--drop-interval-ms``
 the shuffle's files are written out and evicted from the page cache, so the map outputs a merge reads and the
-files a reducer reads come from the disk, as on a host whose memory holds a small part of the shuffle. Vanilla and Riffle run
-under the same cap and pressure, alternating round by round, each writing its shuffle anew.
+files a reducer reads come from the disk, as on a host whose memory holds a small part of the shuffle. Vanilla
+and Riffle run under the same cap and pressure, alternating round by round, each writing its shuffle anew.
 
 Limit: cgroup v1 throttles reads only here. Buffered writes are written back by kernel threads outside the
 group, so map and merge writes are not capped (the pressure writes them out); Riffle's extra writes are the part
@@ -27,7 +27,17 @@ from .report import write_whole_job_report
 from .slow_disk import CachePressure, IopsCap, device_of, drop_caches, unavailable_reason
 from .workload import clean_shuffles, executor_pids, measure, partition_keys, session, shuffle_job
 
-MODES = ("vanilla", "riffle")
+def modes(args) -> dict[str, dict]:
+    """Vanilla, then Riffle under each policy asked for (``--policies``): per-job settings and what to model."""
+    riffle = {"best_effort": 1.0, "max_wait_ratio": 100, "scope": "host"}
+    out = {"vanilla": {"settings": {"enabled": False}, "fan_in": None, "target": None}}
+    if "fanin" in args.policies:
+        out["riffle"] = {"settings": {**riffle, "fan_in": args.fan_in}, "fan_in": args.fan_in, "target": None}
+    if "blocksize" in args.policies:
+        out["riffle-blocksize"] = {"settings": {**riffle, "policy": "blocksize",
+                                                "target_block_bytes": f"{args.target_block_kb}k"},
+                                   "fan_in": None, "target": args.target_block_kb * 1024}
+    return out
 
 
 def whole_job(args) -> Path | None:
@@ -39,8 +49,8 @@ def whole_job(args) -> Path | None:
         print(f"whole-job benchmark skipped: {reason}", file=sys.stderr)
         return None
     device = device_of(args.local_dir)
-    settings = {"vanilla": {"enabled": False},
-                "riffle": {"fan_in": args.fan_in, "best_effort": 1.0, "max_wait_ratio": 100, "scope": "host"}}
+    plan = modes(args)
+    order = list(plan)
     runs = []
     with tempfile.TemporaryDirectory(prefix="riffle-bench-", dir=args.local_dir) as local:
         spark = session(args, local)
@@ -50,10 +60,10 @@ def whole_job(args) -> Path | None:
             keys = partition_keys(spark, args.reducers)
             shuffle_job(spark, keys, args.maps, args.block_kb * 1024)  # warm-up (JIT, plans), not timed
             for r in range(args.repeat):
-                for mode in (MODES if r % 2 == 0 else MODES[::-1]):
+                for mode in order[r % len(order):] + order[:r % len(order)]:
                     drop_caches()
                     mark = tm.mark()
-                    with job_settings(spark, **settings[mode]), \
+                    with job_settings(spark, **plan[mode]["settings"]), \
                             IopsCap(args.iops, device, args.io_unit_kb) as cap, \
                             CachePressure(local, args.drop_interval_ms / 1000) as pressure:
                         cap.add(pids)
@@ -61,37 +71,40 @@ def whole_job(args) -> Path | None:
                         shuffle_job(spark, keys, args.maps, args.block_kb * 1024)
                         wall = time.perf_counter() - start
                     records = tm.records(since=mark)
-                    fan_in = args.fan_in if mode == "riffle" else None
                     runs.append({"mode": mode, "round": r, "wall_s": wall, "disk_reads": cap.reads_,
                                  "disk_read_bytes": cap.read_bytes_, "eviction_passes": pressure.passes_,
-                                 **measure(records, args.maps, args.reducers, fan_in, 1.0)})
+                                 **measure(records, args.maps, args.reducers, plan[mode]["fan_in"], 1.0,
+                                           plan[mode]["target"])})
                     clean_shuffles(spark, records)
                     print(f"[round {r + 1}/{args.repeat}] {mode}: job {runs[-1]['job_s']:.1f} s, reduce stage "
                           f"{runs[-1]['reduce_stage_s']:.1f} s, {cap.reads_} disk reads", file=sys.stderr)
         finally:
             spark.stop()
     meta = run_metadata({"maps": args.maps, "reducers": args.reducers, "block_kb": args.block_kb,
-                         "executors": args.executors, "fan_in": args.fan_in, "iops": args.iops,
+                         "executors": args.executors, "fan_in": args.fan_in, "policies": args.policies,
+                         "target_block_kb": args.target_block_kb, "modes": order, "iops": args.iops,
                          "io_unit_kb": args.io_unit_kb, "drop_interval_ms": args.drop_interval_ms,
                          "device": device, "repeat": args.repeat})
     path = write_json(result_path("riffle", "whole-job.json", meta, args.out),
-                      {"meta": meta, "runs": runs, "summary": summarize(runs)})
+                      {"meta": meta, "runs": runs, "summary": summarize(runs, order)})
     print(write_whole_job_report(path))
     return path
 
 
-def summarize(runs: list[dict]) -> dict:
-    """Medians per mode, and Riffle's time over vanilla's as the geometric mean of per-round ratios with a
-    95% interval (each round runs both modes back to back)."""
+def summarize(runs: list[dict], order: list[str]) -> dict:
+    """Medians per mode, and each Riffle mode's time over vanilla's (``ratios``) as the geometric mean of
+    per-round ratios with a 95% interval (each round runs every mode back to back)."""
     keys = ("job_s", "map_stage_s", "merge_tail_s", "reduce_stage_s", "wall_s", "reads_per_reducer",
-            "predicted_reads_per_reducer", "model_error", "disk_reads", "disk_read_bytes")
-    summary = {m: {k: statistics.median(x[k] for x in runs if x["mode"] == m) for k in keys} for m in MODES}
+            "predicted_reads_per_reducer", "model_error", "avg_read_bytes", "disk_reads", "disk_read_bytes")
+    summary = {m: {k: statistics.median(x[k] for x in runs if x["mode"] == m) for k in keys} for m in order}
     by_round = {(x["round"], x["mode"]): x for x in runs}
     rounds = sorted({x["round"] for x in runs})
-    for key in ("job_s", "reduce_stage_s"):
-        logs = [math.log(by_round[r, "riffle"][key] / by_round[r, "vanilla"][key]) for r in rounds]
-        ci = interval(logs)
-        summary[f"{key}_ratio"] = {"geomean": math.exp(ci["mean"]),
-                                   "low": math.exp(ci["low"]) if ci["low"] is not None else None,
-                                   "high": math.exp(ci["high"]) if ci["high"] is not None else None}
+    summary["ratios"] = {}
+    for mode in order[1:]:
+        summary["ratios"][mode] = {}
+        for key in ("job_s", "reduce_stage_s"):
+            ci = interval([math.log(by_round[r, mode][key] / by_round[r, "vanilla"][key]) for r in rounds])
+            summary["ratios"][mode][key] = {"geomean": math.exp(ci["mean"]),
+                                            "low": math.exp(ci["low"]) if ci["low"] is not None else None,
+                                            "high": math.exp(ci["high"]) if ci["high"] is not None else None}
     return summary

@@ -105,7 +105,8 @@ def measure(records: dict, maps: int, reducers: int, fan_in: int | None, best_ef
             target_block_bytes: int | None = None, scope: str = "host") -> dict:
     """Figures of one run from its telemetry records (see :func:`shuffle_job`).
 
-    Complete merging is modelled per host or per executor, as ``scope`` merged. Under the block-size policy (``target_block_bytes``) with every block of the same size, a merge takes as
+    Complete merging is modelled per host or per executor, as ``scope`` merged. Under the block-size policy
+    (``target_block_bytes``) with every block of the same size, a merge takes as
     many outputs as it needs for their average blocks to reach the target: that is the fan-in modelled."""
     stages = records["stage"].to_pylist()
     map_stage = next(s for s in stages if s["shuffleId"] is not None and s["numTasks"] == maps)

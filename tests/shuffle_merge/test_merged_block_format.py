@@ -48,9 +48,11 @@ class Probe:
         return bytes(self._java.encode(reduce_id, csv(range(len(blocks))), csv(len(b) for b in blocks),
                                        b"".join(blocks)))
 
-    def read(self, stream: bytes, inputs: int, reduce_ids: list[int], in_memory: int, spill_dir: Path):
-        """(sub-blocks handed out as ((reduce id, map index), bytes), error message or None)."""
-        out = list(self._java.read(stream, inputs, csv(reduce_ids), in_memory, str(spill_dir)))
+    def read(self, stream: bytes, inputs: int, reduce_ids: list[int], in_memory: int, spill_dir: Path,
+             skip=()):
+        """(sub-blocks handed out as ((reduce id, map index), bytes), error message or None); the sub-blocks of
+        map indexes in ``skip`` are skipped."""
+        out = list(self._java.read(stream, inputs, csv(reduce_ids), in_memory, str(spill_dir), csv(skip)))
         error = out.pop()[len("error: "):] if out and isinstance(out[-1], str) and out[-1].startswith("error") else None
         handed = [(tuple(int(x) for x in out[i].split(":")), bytes(out[i + 1])) for i in range(0, len(out), 2)]
         return handed, error
@@ -127,3 +129,17 @@ def test_large_sub_blocks_are_verified_through_a_file_and_small_ones_in_memory(p
     handed, error = probe.read(bytes(damaged), 3, [0], 100, tmp_path)
     assert handed == [((0, 0), blocks[0])] and "checksum mismatch in sub-block 1 (map index 1)" in error
     assert not list(tmp_path.iterdir())
+
+
+def test_a_map_range_reader_skips_the_other_sub_blocks_unread(probe, tmp_path):
+    blocks = [b"abc", b"defgh", b"ij"]
+    stream = probe.encode(3, blocks) + probe.encode(4, blocks)
+    assert probe.read(stream, 3, [3, 4], 100, tmp_path, skip=[1]) == (
+        [((3, 0), b"abc"), ((3, 2), b"ij"), ((4, 0), b"abc"), ((4, 2), b"ij")], None)
+    # A damaged byte inside a skipped sub-block is never read, so it cannot matter...
+    damaged = bytearray(stream)
+    damaged[stream.index(b"defgh")] ^= 0xFF
+    assert probe.read(bytes(damaged), 3, [3, 4], 100, tmp_path, skip=[1])[1] is None
+    # ...while the next partition's header is still checked where the skip lands.
+    handed, error = probe.read(stream[:-1], 3, [3, 4], 100, tmp_path, skip=[1])
+    assert handed == [((3, 0), b"abc"), ((3, 2), b"ij"), ((4, 0), b"abc")] and "ended" in error

@@ -36,19 +36,24 @@ def test_synthetic_sweep_writes_reports_whose_reads_match_the_model(tmp_path):
 
 def test_whole_job_runs_both_modes_under_the_cap_or_says_why_not(tmp_path):
     run = _riffle_bench("whole-job", "--maps", "8", "--reducers", "4", "--block-kb", "8", "--executors", "2",
-                        "--iops", "2000", "--drop-interval-ms", "100", "--repeat", "2", "--out", str(tmp_path))
+                        "--iops", "2000", "--drop-interval-ms", "100", "--policies", "fanin,blocksize",
+                        "--target-block-kb", "16", "--repeat", "2", "--out", str(tmp_path))
     assert run.returncode == 0, run.stderr[-3000:]
     if "whole-job benchmark skipped:" in run.stderr:  # not root, or no blkio: nothing written
         assert not any(tmp_path.iterdir())
         return
     [result] = tmp_path.glob("*.whole-job.json")
     data = json.loads(result.read_text())
-    assert sorted((r["mode"], r["round"]) for r in data["runs"]) == [("riffle", 0), ("riffle", 1),
-                                                                      ("vanilla", 0), ("vanilla", 1)]
+    modes = ["riffle", "riffle-blocksize", "vanilla"]
+    assert sorted((r["mode"], r["round"]) for r in data["runs"]) == [(m, r) for m in modes for r in (0, 1)]
     summary = data["summary"]
+    # 8 maps of about 7 KiB blocks: N = 10 merges all 8 at once, a 16 KiB target about three at a time.
     assert summary["vanilla"]["reads_per_reducer"] == 8 and summary["riffle"]["reads_per_reducer"] == 1
-    assert summary["riffle"]["model_error"] == 0
-    assert summary["job_s_ratio"]["low"] <= summary["job_s_ratio"]["geomean"] <= summary["job_s_ratio"]["high"]
+    assert 1 < summary["riffle-blocksize"]["reads_per_reducer"] < 8
+    assert summary["riffle"]["model_error"] == summary["riffle-blocksize"]["model_error"] == 0
+    for mode in ("riffle", "riffle-blocksize"):
+        job = summary["ratios"][mode]["job_s"]
+        assert job["low"] <= job["geomean"] <= job["high"]
     assert "whole job over vanilla" in result.with_suffix(".md").read_text()
 
 

@@ -28,7 +28,8 @@ FAN_IN = 3
 SPARK_SESSION = dict(
     master=f"local-cluster[{EXECUTORS},1,768]",
     features=["telemetry", "riffle"],
-    conf={"spark.executor.memory": "640m", "spark.riffle.merge.fanIn": str(FAN_IN), "spark.riffle.bestEffort.fraction": "1.0",
+    conf={"spark.executor.memory": "640m", "spark.riffle.merge.fanIn": str(FAN_IN),
+          "spark.riffle.bestEffort.fraction": "1.0",
           "spark.local.dir": "{session_dir}/local", "spark.shuffle.io.retryWait": "200ms"},
 )
 

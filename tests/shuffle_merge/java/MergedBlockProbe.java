@@ -40,14 +40,17 @@ public final class MergedBlockProbe {
   /**
    * Reads {@code stream} as the reader does and returns, in order, each sub-block it handed out as
    * {@code "<reduceId>:<mapIndex>"} followed by its bytes; if reading failed, the last element is
-   * the failure as {@code "error: <message>"}. Spill files go to {@code spillDir}.
+   * the failure as {@code "error: <message>"}. Spill files go to {@code spillDir}. Sub-blocks of the
+   * map indexes in {@code skippedMapIndexes} are skipped, as for a reader of a map range.
    */
   public static List<Object> read(byte[] stream, int maxInputs, String expectedReduceIds, long inMemoryMaxBytes,
-      String spillDir) {
+      String spillDir, String skippedMapIndexes) {
     List<Object> out = new ArrayList<>();
     MergedBlockReader.SpillFiles spills = () -> File.createTempFile("riffle-verify", ".bin", new File(spillDir));
+    int[] skipped = ints(skippedMapIndexes);
     try (MergedBlockReader reader = new MergedBlockReader(new ByteArrayInputStream(stream), maxInputs,
-        ints(expectedReduceIds), inMemoryMaxBytes, spills)) {
+        ints(expectedReduceIds), i -> java.util.Arrays.stream(skipped).noneMatch(s -> s == i), inMemoryMaxBytes,
+        spills)) {
       while (reader.nextPartition() != null) {
         MergedBlockReader.SubBlock b;
         while ((b = reader.nextSubBlock()) != null) {

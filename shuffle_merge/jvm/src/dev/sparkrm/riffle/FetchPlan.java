@@ -24,7 +24,10 @@ import scala.jdk.javaapi.CollectionConverters;
  *
  * <p>A published merge is used only if every map output it contains is, right now, the one Spark
  * has registered for that map index (same map id, on one host, one of them on the merging
- * executor), and lies in the reader's map range. This is the correctness anchor: speculative duplicates, recomputed outputs and stale
+ * executor). A task that reads a map-index range (an AQE skew split or local shuffle reader) uses a
+ * merge partly in its range when at least two of its outputs, and at least half, are in the range:
+ * the merged block is fetched whole and the sub-blocks of outputs outside the range are skipped
+ * unread, one read instead of several for at most twice the bytes. This is the correctness anchor: speculative duplicates, recomputed outputs and stale
  * plans fall back to the original files, never to wrong data. The plan also remembers, for each
  * merged block, the original blocks it stands for, so a failed merged block can be replaced.
  */
@@ -42,6 +45,10 @@ final class FetchPlan {
   /** For each synthetic map id: where it is stored and how many map outputs it holds. */
   private final Map<Long, BlockManagerId> mergedLocation;
   private final Map<Long, Integer> mergedInputs;
+  /** For each synthetic map id: the map indexes its reader uses (all, unless the task reads a map range). */
+  private final Map<Long, Set<Integer>> wanted;
+  /** For each synthetic map id: the partitions its merged file holds (those some input wrote data for). */
+  private final Map<Long, Set<Integer>> mergedPartitions;
   /** Every (map index, reduce id) of Spark's own list: what the read must cover exactly once. */
   final Set<List<Integer>> coverage;
   /**
@@ -50,29 +57,35 @@ final class FetchPlan {
    */
   final int vanillaReads;
   final int groupsUsed;
+  final int groupsPartial;
   final int groupsRejected;
 
   private FetchPlan(Map<BlockManagerId, List<Block>> byLocation, Map<Long, Map<Integer, List<Block>>> replaced,
       Map<Long, Integer> mapIndexOf, Map<Long, BlockManagerId> mergedLocation, Map<Long, Integer> mergedInputs,
-      Set<List<Integer>> coverage, int vanillaReads, int groupsUsed, int groupsRejected) {
+      Map<Long, Set<Integer>> wanted, Map<Long, Set<Integer>> mergedPartitions, Set<List<Integer>> coverage,
+      int vanillaReads, int groupsUsed, int groupsPartial, int groupsRejected) {
     this.byLocation = byLocation;
     this.replaced = replaced;
     this.mapIndexOf = mapIndexOf;
     this.mergedLocation = mergedLocation;
     this.mergedInputs = mergedInputs;
+    this.wanted = wanted;
+    this.mergedPartitions = mergedPartitions;
     this.coverage = coverage;
     this.vanillaReads = vanillaReads;
     this.groupsUsed = groupsUsed;
+    this.groupsPartial = groupsPartial;
     this.groupsRejected = groupsRejected;
   }
 
   /**
-   * Rewrites Spark's block list ({@code MapOutputTracker.getMapSizesByExecutorId}) with the valid
-   * merged outputs of {@code plan}.
+   * Rewrites Spark's block list ({@code MapOutputTracker.getMapSizesByExecutorId}) of partitions
+   * [{@code startPartition}, {@code endPartition}) with the valid merged outputs of {@code plan}.
    */
   static FetchPlan build(int shuffleId,
       scala.collection.Iterator<Tuple2<BlockManagerId, scala.collection.Seq<Tuple3<BlockId, Object, Object>>>> vanilla,
-      ReadPlan plan, MapStatus[] statuses, int startMapIndex, int endMapIndex, boolean batchFetch) {
+      ReadPlan plan, MapStatus[] statuses, int startMapIndex, int endMapIndex, int startPartition, int endPartition,
+      boolean batchFetch) {
     Map<BlockManagerId, List<Block>> original = new LinkedHashMap<>();
     Map<Long, Integer> mapIndexOf = new HashMap<>();
     Set<List<Integer>> coverage = new HashSet<>();
@@ -95,18 +108,31 @@ final class FetchPlan {
     Map<Long, Long> synOfMapId = new HashMap<>();
     Map<Long, Integer> mergedInputs = new HashMap<>();
     Map<Long, BlockManagerId> mergedLocation = new HashMap<>();
+    Map<Long, Set<Integer>> wanted = new HashMap<>();
+    Map<Long, Set<Integer>> mergedPartitions = new HashMap<>();
     int used = 0;
+    int partial = 0;
     int rejected = 0;
     for (ReadPlan.Group g : plan.groups()) {
-      BlockManagerId at = mergedLocation(g, statuses, startMapIndex, endMapIndex);
-      if (at != null) {
-        for (MergeInput in : g.inputs()) synOfMapId.put(in.mapId(), g.syntheticMapId());
-        mergedInputs.put(g.syntheticMapId(), g.inputs().size());
-        mergedLocation.put(g.syntheticMapId(), at);
-        used++;
-      } else {
-        rejected++;
+      BlockManagerId at = mergedLocation(g, statuses);
+      Set<Integer> inRange = new HashSet<>();
+      for (MergeInput in : g.inputs()) {
+        if (in.mapIndex() >= startMapIndex && in.mapIndex() < endMapIndex) inRange.add(in.mapIndex());
       }
+      int n = g.inputs().size();
+      if (at == null || !(inRange.size() == n || (inRange.size() >= 2 && 2 * inRange.size() >= n))) {
+        rejected++;
+        continue;
+      }
+      for (MergeInput in : g.inputs()) {
+        if (inRange.contains(in.mapIndex())) synOfMapId.put(in.mapId(), g.syntheticMapId());
+      }
+      mergedInputs.put(g.syntheticMapId(), n);
+      mergedLocation.put(g.syntheticMapId(), at);
+      wanted.put(g.syntheticMapId(), inRange);
+      mergedPartitions.put(g.syntheticMapId(), partitionsWithData(g, statuses, startPartition, endPartition));
+      used++;
+      if (inRange.size() < n) partial++;
     }
     Map<BlockManagerId, List<Block>> byLocation = new LinkedHashMap<>();
     Map<Long, TreeMap<Integer, List<Block>>> merged = new LinkedHashMap<>();
@@ -122,34 +148,56 @@ final class FetchPlan {
       }
     }
     Map<Long, Map<Integer, List<Block>>> replaced = new HashMap<>();
+    Map<Long, ReadPlan.Group> groupOf = new HashMap<>();
+    for (ReadPlan.Group g : plan.groups()) groupOf.put(g.syntheticMapId(), g);
     for (Map.Entry<Long, TreeMap<Integer, List<Block>>> m : merged.entrySet()) {
       BlockManagerId at = mergedLocation.get(m.getKey());
       List<Block> out = byLocation.computeIfAbsent(at, k -> new ArrayList<>());
+      Set<Integer> read = wanted.get(m.getKey());
       for (Map.Entry<Integer, List<Block>> part : m.getValue().entrySet()) {
         long size = MergedBlockFormat.headerBytes(mergedInputs.get(m.getKey()));
         for (Block b : part.getValue()) size += b.size();
+        for (MergeInput in : groupOf.get(m.getKey()).inputs()) { // skipped sub-blocks are fetched too
+          if (!read.contains(in.mapIndex())) size += statuses[in.mapIndex()].getSizeForBlock(part.getKey());
+        }
         out.add(new Block(at, new ShuffleBlockId(shuffleId, m.getKey(), part.getKey()), size,
             part.getValue().get(0).mapIndex()));
       }
       replaced.put(m.getKey(), new HashMap<>(m.getValue()));
     }
-    return new FetchPlan(byLocation, replaced, mapIndexOf, mergedLocation, mergedInputs, coverage, vanillaReads,
-        used, rejected);
+    return new FetchPlan(byLocation, replaced, mapIndexOf, mergedLocation, mergedInputs, wanted, mergedPartitions,
+        coverage, vanillaReads, used, partial, rejected);
+  }
+
+  /**
+   * The partitions in [{@code start}, {@code end}) that group {@code g}'s merged file holds: those
+   * some input wrote data for (map statuses record empty blocks exactly), as the merger skips the others.
+   */
+  private static Set<Integer> partitionsWithData(ReadPlan.Group g, MapStatus[] statuses, int start, int end) {
+    Set<Integer> partitions = new HashSet<>();
+    for (int r = start; r < end; r++) {
+      for (MergeInput in : g.inputs()) {
+        if (statuses[in.mapIndex()].getSizeForBlock(r) > 0) {
+          partitions.add(r);
+          break;
+        }
+      }
+    }
+    return partitions;
   }
 
   /**
    * Where group {@code g}'s merged output is read from, or {@code null} when it cannot be used: each
-   * input must be the map output registered for its index, in range, all on one host, and one of them
-   * on the executor that merged them (the location of the merged file).
+   * input must be the map output registered for its index, all on one host, and one of them on the
+   * executor that merged them (the location of the merged file).
    */
-  private static BlockManagerId mergedLocation(ReadPlan.Group g, MapStatus[] statuses, int startMapIndex,
-      int endMapIndex) {
+  private static BlockManagerId mergedLocation(ReadPlan.Group g, MapStatus[] statuses) {
     if (statuses == null || g.inputs().isEmpty()) return null;
     String host = null;
     BlockManagerId merger = null;
     for (MergeInput in : g.inputs()) {
       int i = in.mapIndex();
-      if (i < startMapIndex || i >= endMapIndex || i >= statuses.length) return null;
+      if (i < 0 || i >= statuses.length) return null;
       MapStatus s = statuses[i];
       if (s == null || s.mapId() != in.mapId()) return null;
       if (host == null) {
@@ -185,8 +233,8 @@ final class FetchPlan {
         }
       }
     }
-    return new FetchPlan(next, replaced, mapIndexOf, mergedLocation, mergedInputs, coverage, vanillaReads,
-        groupsUsed, groupsRejected);
+    return new FetchPlan(next, replaced, mapIndexOf, mergedLocation, mergedInputs, wanted, mergedPartitions,
+        coverage, vanillaReads, groupsUsed, groupsPartial, groupsRejected);
   }
 
   /** How many map outputs merged output {@code syntheticMapId} holds. */
@@ -200,15 +248,20 @@ final class FetchPlan {
   }
 
   /**
-   * The partitions a fetched merged block must contain, ascending: its own, or for a batch the
-   * planned ones in its range (Spark leaves the empty ones out, and so does the merged file).
+   * The partitions a fetched merged block must contain, ascending: its own, or for a batch those in
+   * its range that the merged file holds (empty partitions are in neither Spark's list nor the file).
    */
   int[] mergedReduceIds(BlockId fetched) {
     if (fetched instanceof ShuffleBlockId) return new int[] {((ShuffleBlockId) fetched).reduceId()};
     ShuffleBlockBatchId batch = (ShuffleBlockBatchId) fetched;
-    return replaced.get(batch.mapId()).keySet().stream()
+    return mergedPartitions.get(batch.mapId()).stream()
         .filter(r -> r >= batch.startReduceId() && r < batch.endReduceId())
         .mapToInt(Integer::intValue).sorted().toArray();
+  }
+
+  /** Whether this read uses the sub-blocks of map index {@code mapIndex} in merged output {@code syntheticMapId}. */
+  boolean wants(long syntheticMapId, int mapIndex) {
+    return wanted.get(syntheticMapId).contains(mapIndex);
   }
 
   /** The original block of map index {@code mapIndex} that merged block ({@code syntheticMapId}, {@code reduceId}) holds. */

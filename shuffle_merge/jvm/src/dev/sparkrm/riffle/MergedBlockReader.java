@@ -13,6 +13,7 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.file.Files;
 import java.util.Arrays;
+import java.util.function.IntPredicate;
 import java.util.zip.CRC32C;
 
 /**
@@ -69,6 +70,7 @@ final class MergedBlockReader implements Closeable {
   private final DataInputStream in;
   private final int maxInputs;
   private final int[] expectedReduceIds;
+  private final IntPredicate wanted;
   private final long inMemoryMaxBytes;
   private final SpillFiles spills;
   private int partitionsRead;
@@ -79,13 +81,15 @@ final class MergedBlockReader implements Closeable {
   /**
    * @param maxInputs         how many map outputs the merge holds (a header cannot list more)
    * @param expectedReduceIds the partitions this stream must contain, ascending (one unless batched)
+   * @param wanted            map indexes whose sub-blocks are read; the others are skipped unread
    * @param inMemoryMaxBytes  sub-blocks up to this size are verified in memory, larger ones on disk
    */
-  MergedBlockReader(InputStream in, int maxInputs, int[] expectedReduceIds, long inMemoryMaxBytes,
-      SpillFiles spills) {
+  MergedBlockReader(InputStream in, int maxInputs, int[] expectedReduceIds, IntPredicate wanted,
+      long inMemoryMaxBytes, SpillFiles spills) {
     this.in = new DataInputStream(in);
     this.maxInputs = maxInputs;
     this.expectedReduceIds = expectedReduceIds;
+    this.wanted = wanted;
     this.inMemoryMaxBytes = Math.min(inMemoryMaxBytes, Integer.MAX_VALUE - 64);
     this.spills = spills;
   }
@@ -125,8 +129,8 @@ final class MergedBlockReader implements Closeable {
   }
 
   /**
-   * The next non-empty sub-block of the current merged block, verified, or {@code null} when none
-   * is left. The caller closes it.
+   * The next non-empty wanted sub-block of the current merged block, verified, or {@code null} when
+   * none is left. The caller closes it.
    *
    * @throws IOException if its checksum does not match or the stream ends early
    */
@@ -135,6 +139,15 @@ final class MergedBlockReader implements Closeable {
       int i = nextSubBlock++;
       long length = header.lengths()[i];
       if (length == 0) continue;
+      if (!wanted.test(header.mapIndexes()[i])) {
+        try {
+          in.skipNBytes(length);
+        } catch (EOFException e) {
+          throw endedEarly(i);
+        }
+        bytesRead += length;
+        continue;
+      }
       SubBlock b = length <= inMemoryMaxBytes ? inMemory(i, (int) length) : spilled(i, length);
       bytesRead += length;
       return b;

@@ -73,7 +73,7 @@ final class RiffleRecords implements RiffleEvents {
     s.field("executorId", "string", n -> n.path("executorId").asText(null));
     for (String f : new String[] {"shuffleId", "stageId", "stageAttempt", "taskId", "startPartition",
         "endPartition", "startMapIndex", "endMapIndex", "mergedBlocks", "originalBlocks", "mergedBytes",
-        "coveredBlocks", "expectedBlocks", "vanillaReads", "groupsUsed", "groupsRejected", "fallbacks",
+        "coveredBlocks", "expectedBlocks", "vanillaReads", "groupsUsed", "groupsPartial", "groupsRejected", "fallbacks",
         "badMergedBlocks", "spilledSubBlocks", "planWaitMs"}) {
       s.field(f, "int", n -> n.path(f).asLong());
     }

@@ -61,7 +61,8 @@ final class RiffleShuffleReader<K, C> implements ShuffleReader<K, C> {
     long planWaitMs = System.currentTimeMillis() - waitStart;
     boolean batchFetch = SparkCompat.batchFetch(dep, startPartition, endPartition, context);
     FetchPlan plan = FetchPlan.build(shuffleId, vanilla, readPlan.riffle() ? readPlan : ReadPlan.UNMERGED,
-        SparkCompat.mapStatuses(tracker, shuffleId), startMapIndex, endMapIndex, batchFetch);
+        SparkCompat.mapStatuses(tracker, shuffleId), startMapIndex, endMapIndex, startPartition, endPartition,
+        batchFetch);
     ShuffleRecordIterator[] self = new ShuffleRecordIterator[1];
     ShuffleRecordIterator records = new ShuffleRecordIterator(shuffleId, plan, context, metrics,
         dep.serializer().newInstance(), env.serializerManager(), batchFetch, agent.verifyMaxBytes(),
@@ -107,6 +108,7 @@ final class RiffleShuffleReader<K, C> implements ShuffleReader<K, C> {
     m.put("expectedBlocks", plan.coverage.size());
     m.put("vanillaReads", plan.vanillaReads);
     m.put("groupsUsed", plan.groupsUsed);
+    m.put("groupsPartial", plan.groupsPartial);
     m.put("groupsRejected", plan.groupsRejected);
     m.put("planWaitMs", planWaitMs);
     return m;

@@ -150,7 +150,7 @@ final class ShuffleRecordIterator extends AbstractIterator<Tuple2<Object, Object
       long mapId = mapIdOf(id);
       if (MergedBlockFormat.isSynthetic(mapId)) {
         MergedBlockReader reader = new MergedBlockReader(block._2(), plan.inputsOf(mapId), plan.mergedReduceIds(id),
-            verifyMaxBytes, ShuffleRecordIterator::spillFile);
+            mapIndex -> plan.wants(mapId, mapIndex), verifyMaxBytes, ShuffleRecordIterator::spillFile);
         currentMerged = new MergedBlockRecords(id, shuffleId, mapId, reader, serializer, serializerManager,
             new Progress(mapId));
         add("mergedBlocks", 1);
