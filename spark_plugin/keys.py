@@ -29,12 +29,15 @@ KEYS = KeyTable([
         "Merge small shuffle map outputs into large files inside the executors. Needs "
         f"`spark.shuffle.manager={RIFFLE_SHUFFLE_MANAGER}`; the `riffle` feature sets both.",
         job_setting="enabled"),
-    Key("spark.riffle.merge.policy", "enum", "fanin",
-        "`fanin`: merge every `fanIn` map outputs of an executor; `blocksize`: merge once the "
-        "average blocks of pending outputs add up to `targetBlockBytes`.",
-        options=("fanin", "blocksize"), job_setting="policy"),
+    Key("spark.riffle.merge.policy", "enum", "blocksize",
+        "`blocksize`: merge once the average blocks of pending outputs add up to `targetBlockBytes` "
+        "(the thesis's production choice: merged reads near the target whatever the block size); "
+        "`fanin`: merge every `fanIn` map outputs of a host (or executor). Setting `fanIn` without "
+        "this key selects `fanin`.",
+        options=("blocksize", "fanin"), job_setting="policy"),
     Key("spark.riffle.merge.fanIn", "int", "10",
-        "Map outputs per merge under the `fanin` policy (N of N-way merging).", low=2, high=10_000,
+        "Map outputs per merge under the `fanin` policy (N of N-way merging); setting it without "
+        "`merge.policy` selects that policy.", low=2, high=10_000,
         job_setting="fan_in"),
     Key("spark.riffle.merge.targetBlockBytes", "size", "2m",
         "Merged block size the `blocksize` policy aims for; outputs whose blocks are already this "

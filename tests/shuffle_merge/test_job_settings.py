@@ -15,7 +15,7 @@ def test_unknown_setting_names_the_known_ones():
 @pytest.mark.parametrize("settings,message", [
     ({"fan_in": 1}, "spark.riffle.merge.fanIn must be an integer in [2, 10000]. Got '1'."),
     ({"best_effort": 0}, "spark.riffle.bestEffort.fraction must be a number in (0, 1]. Got '0'."),
-    ({"policy": "lifo"}, "spark.riffle.merge.policy must be one of 'fanin', 'blocksize'. Got 'lifo'."),
+    ({"policy": "lifo"}, "spark.riffle.merge.policy must be one of 'blocksize', 'fanin'. Got 'lifo'."),
     ({"best_effort_timeout": "soon"}, "spark.riffle.bestEffort.timeout must be a duration >= 0ms. Got 'soon'."),
 ])
 def test_bad_values_fail_with_the_key_and_range(settings, message):

@@ -329,3 +329,15 @@ def test_a_host_whose_executors_cannot_read_each_other_merges_per_executor(jvm):
     # The failed merge's outputs were queued again with their own executors, and so were the later ones.
     assert [indexes(m) for m in s.poll("a")["merges"]] == [[0, 2]]
     assert [indexes(m) for m in s.poll("b")["merges"]] == [[1, 3]]
+
+
+@pytest.mark.parametrize("conf, policy", [
+    ({}, "BlockSize[targetBytes=2097152, maxFanIn=100]"),  # the default
+    ({"spark.riffle.merge.fanIn": "20"}, "FanIn[n=20]"),  # N given: N-way, not silently ignored
+    ({"spark.riffle.merge.fanIn": "20", "spark.riffle.merge.policy": "blocksize"},
+     "BlockSize[targetBytes=2097152, maxFanIn=100]"),  # an explicit policy wins
+    ({"spark.riffle.merge.policy": "fanin"}, "FanIn[n=10]"),
+])
+def test_the_default_policy_is_blocksize_unless_a_fan_in_is_given(jvm, conf, policy):
+    sparkrm_conf = jvm.dev.sparkrm.conf.SparkrmConf.validate(jvm.java.util.HashMap(conf))
+    assert str(jvm.dev.sparkrm.riffle.MergePolicy.fromConf(sparkrm_conf)) == policy

@@ -19,16 +19,22 @@ public interface MergePolicy {
   /** Whether {@code o} may be merged at all. */
   boolean admits(Output o);
 
-  /** Removes from {@code pending} (one host's or executor's queue, oldest first) and returns the groups to merge now. */
+  /** Removes from {@code pending} (one host's or executor's queue, oldest first) and returns the groups to merge. */
   List<List<Output>> readyGroups(List<Output> pending);
 
   /** The leftover group formed at the end of the map stage from {@code pending} (at least two outputs). */
   List<Output> leftoverGroup(List<Output> pending);
 
+  /**
+   * The configured policy. Setting {@code merge.fanIn} without {@code merge.policy} asks for N-way
+   * merging, so it selects {@code fanin} rather than being ignored under the default.
+   */
   static MergePolicy fromConf(SparkrmConf conf) {
-    int maxFanIn = (int) conf.getLong("spark.riffle.merge.maxFanIn");
-    if ("blocksize".equals(conf.getString("spark.riffle.merge.policy"))) {
-      return new BlockSize(conf.getLong("spark.riffle.merge.targetBlockBytes"), maxFanIn);
+    String kind = conf.isSet("spark.riffle.merge.policy") || !conf.isSet("spark.riffle.merge.fanIn")
+        ? conf.getString("spark.riffle.merge.policy") : "fanin";
+    if ("blocksize".equals(kind)) {
+      return new BlockSize(conf.getLong("spark.riffle.merge.targetBlockBytes"),
+          (int) conf.getLong("spark.riffle.merge.maxFanIn"));
     }
     return new FanIn((int) conf.getLong("spark.riffle.merge.fanIn"));
   }

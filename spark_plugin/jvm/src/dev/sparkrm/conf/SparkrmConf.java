@@ -10,6 +10,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.regex.Pattern;
 import org.apache.spark.SparkConf;
@@ -30,9 +31,11 @@ public final class SparkrmConf {
   private static final Pattern DOUBLE = Pattern.compile("[+-]?(\\d+(\\.\\d*)?|\\.\\d+)([eE][+-]?\\d+)?");
 
   private final Map<String, Object> values;
+  private final Set<String> given;
 
-  private SparkrmConf(Map<String, Object> values) {
+  private SparkrmConf(Map<String, Object> values, Set<String> given) {
     this.values = values;
+    this.given = given;
   }
 
   /**
@@ -88,7 +91,7 @@ public final class SparkrmConf {
       if (violation != null) problems.add(violation);
     }
     if (!problems.isEmpty()) throw new SparkrmConfigException(String.join("\n", problems));
-    return new SparkrmConf(values);
+    return new SparkrmConf(values, Set.copyOf(given.keySet()));
   }
 
   /** Keys a job may override through its local properties (flagged in the Python key table). */
@@ -112,6 +115,11 @@ public final class SparkrmConf {
 
   public double getDouble(String key) {
     return (Double) require(key);
+  }
+
+  /** Whether {@code key} was given (its value is not the default). */
+  public boolean isSet(String key) {
+    return given.contains(key);
   }
 
   /** A string or enum key, or {@code null} when unset and without default. */

@@ -1,0 +1,41 @@
+"""Shared by the elastic-executor modules: read a merged shuffle, take executors away, read it again."""
+
+from operator import add
+
+import spark_plugin
+from tests.helpers import eventually
+from tests.wrangler.jobs import executor_ids
+
+ROWS = 48_000
+#: Every output merged, three per merge; lost remote files fail fast.
+RIFFLE_CONF = {"spark.riffle.merge.fanIn": "3", "spark.riffle.bestEffort.fraction": "1.0",
+               "spark.shuffle.io.retryWait": "200ms"}
+
+
+def exact(keys):
+    """The sum of the values of each key, computed in Python."""
+    counts = {}
+    for x in range(ROWS):
+        counts[x % keys] = counts.get(x % keys, 0) + x
+    return sorted(counts.items())
+
+
+def merged_shuffle(spark, keys):
+    """Twelve map outputs, four reducers: four merges of three outputs each."""
+    return spark.sparkContext.parallelize(range(ROWS), 12).map(lambda x: (x % keys, x)).reduceByKey(add, 4)
+
+
+def read_twice(spark, keys, between):
+    """Read a merged shuffle, run ``between`` (given the first read's records), read it again; the second
+    read's records."""
+    tm = spark_plugin.telemetry(spark)
+    eventually(lambda: len(executor_ids(spark)) == 2, timeout=90)
+    rdd = merged_shuffle(spark, keys)
+    mark = tm.mark()
+    assert sorted(rdd.collect()) == exact(keys)
+    first = tm.records(since=mark)
+    assert any(m["status"] == "committed" for m in first["merge"].to_pylist())
+    between(tm, first)
+    mark = tm.mark()
+    assert sorted(rdd.collect()) == exact(keys)
+    return tm.records(since=mark)
