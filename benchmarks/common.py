@@ -114,6 +114,16 @@ def interval(values: list[float]) -> dict:
     return {"mean": mean, "low": mean - half, "high": mean + half}
 
 
+def geomean_interval(ratios: list[float]) -> dict:
+    """Geometric mean of ``ratios`` and its 95% t-interval, taken in log space (``low``/``high`` None from one)."""
+    import math
+
+    ci = interval([math.log(r) for r in ratios])
+    return {"geomean": math.exp(ci["mean"]),
+            "low": math.exp(ci["low"]) if ci["low"] is not None else None,
+            "high": math.exp(ci["high"]) if ci["high"] is not None else None}
+
+
 def markdown_table(headers, rows) -> str:
     """A Markdown table; floats are shown with three significant digits."""
     def cell(v):

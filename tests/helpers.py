@@ -21,3 +21,10 @@ def eventually(condition, timeout: float = 30.0, interval: float = 0.2):
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout}s; last value: {value!r}")
         time.sleep(interval)
+
+
+def recorded(tm, action):
+    """Run ``action`` and return its result with the telemetry records it produced (``tm``: the session's)."""
+    mark = tm.mark()
+    result = action()
+    return result, tm.records(since=mark)

@@ -104,7 +104,8 @@ def write_whole_job_report(json_path: Path) -> Path:
     md = report_header(data["meta"], "Riffle: whole job on an IOPS-capped disk") + [
         f"{conf['maps']} maps x {conf['reducers']} reducers, {conf['block_kb']} KiB blocks, {conf['executors']} "
         f"executors sharing one host (`{cluster_label(conf)}`); Riffle "
-        f"{', '.join(f'`{m}`: {policies[m]}' for m in order[1:])}, merging per host, complete. Every run writes a fresh shuffle: map stage, merges and reduce stage, with the executors' "
+        f"{', '.join(f'`{m}`: {policies[m]}' for m in order[1:])}, merging per host, complete. Every run writes "
+        f"a fresh shuffle: map stage, merges and reduce stage, with the executors' "
         f"reads capped at {conf['iops']} IOPS together on device {conf['device']} ({conf['io_unit_kb']} KiB "
         f"units), and the shuffle's files written out and evicted from the page cache every "
         f"{conf['drop_interval_ms']} ms. The modes take turns "

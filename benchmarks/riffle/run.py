@@ -28,7 +28,8 @@ from benchmarks.common import (RESULTS_DIR, add_master_option, result_path, run_
 from .report import write_slow_disk_report, write_synthetic_report
 from .slow_disk import IopsCap, device_of, drop_caches, unavailable_reason
 from .whole_job import whole_job
-from .workload import SyntheticShuffle, clean_shuffles, executor_pids, measure, partition_keys, session, shuffle_job
+from .workload import (SyntheticShuffle, capped_application, clean_shuffles, measure, partition_keys, session,
+                       shuffle_job)
 
 
 def configs(fan_ins: list[int], block_targets_kb: list[int] = (), scopes: list[str] = ("host",)) -> list[dict]:
@@ -101,7 +102,6 @@ def synthetic(args) -> Path:
 
 
 def slow_disk(args) -> Path | None:
-    import spark_plugin
     from shuffle_merge import job_settings
 
     reason = unavailable_reason(args.local_dir)
@@ -110,35 +110,28 @@ def slow_disk(args) -> Path | None:
         return None
     device = device_of(args.local_dir)
     runs = []
-    with tempfile.TemporaryDirectory(prefix="riffle-bench-", dir=args.local_dir) as local:
-        spark = session(args, local)
-        try:
-            tm = spark_plugin.telemetry(spark)
-            pids = executor_pids(tm, args.executors)
-            keys = partition_keys(spark, args.reducers)
-            modes = {"vanilla": {"enabled": False},
-                     "riffle": {"fan_in": args.fan_in, "best_effort": 1.0, "max_wait_ratio": 100}}
-            shuffles = {m: SyntheticShuffle(spark, keys, args.maps, args.block_kb * 1024) for m in modes}
-            for mode, settings in modes.items():  # write both shuffles (warm), then only re-read them
-                with job_settings(spark, **settings):
-                    shuffles[mode].run()
-            for r in range(args.repeat):
-                for mode in (["vanilla", "riffle"] if r % 2 == 0 else ["riffle", "vanilla"]):
-                    drop_caches()
-                    mark = tm.mark()
-                    with job_settings(spark, **modes[mode]):
-                        with IopsCap(args.iops, device, args.io_unit_kb) as cap:
-                            cap.add(pids)
-                            start = time.perf_counter()
-                            shuffles[mode].run()
-                            wall = time.perf_counter() - start
-                    records = tm.records(since=mark)
-                    runs.append({"mode": mode, "round": r, "wall_s": wall, "disk_reads": cap.reads_,
-                                 "disk_read_bytes": cap.read_bytes_, **_cold_read(records, args.maps, args.reducers)})
-                    print(f"[round {r + 1}/{args.repeat}] {mode}: {wall:.1f} s, {cap.reads_} disk reads",
-                          file=sys.stderr)
-        finally:
-            spark.stop()
+    with capped_application(args) as app:
+        modes = {"vanilla": {"enabled": False},
+                 "riffle": {"fan_in": args.fan_in, "best_effort": 1.0, "max_wait_ratio": 100}}
+        shuffles = {m: SyntheticShuffle(app.spark, app.keys, args.maps, args.block_kb * 1024) for m in modes}
+        for mode, settings in modes.items():  # write both shuffles (warm), then only re-read them
+            with job_settings(app.spark, **settings):
+                shuffles[mode].run()
+        for r in range(args.repeat):
+            for mode in (["vanilla", "riffle"] if r % 2 == 0 else ["riffle", "vanilla"]):
+                drop_caches()
+                mark = app.tm.mark()
+                with job_settings(app.spark, **modes[mode]):
+                    with IopsCap(args.iops, device, args.io_unit_kb) as cap:
+                        cap.add(app.pids)
+                        start = time.perf_counter()
+                        shuffles[mode].run()
+                        wall = time.perf_counter() - start
+                records = app.tm.records(since=mark)
+                runs.append({"mode": mode, "round": r, "wall_s": wall, "disk_reads": cap.reads_,
+                             "disk_read_bytes": cap.read_bytes_, **_cold_read(records, args.maps, args.reducers)})
+                print(f"[round {r + 1}/{args.repeat}] {mode}: {wall:.1f} s, {cap.reads_} disk reads",
+                      file=sys.stderr)
     summary = {m: {k: statistics.median(x[k] for x in runs if x["mode"] == m)
                    for k in ("wall_s", "reduce_stage_s", "reads_per_reducer", "avg_read_bytes", "disk_reads",
                              "disk_read_bytes")} for m in ("vanilla", "riffle")}

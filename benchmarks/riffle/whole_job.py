@@ -14,18 +14,16 @@ this benchmark undercharges.
 
 from __future__ import annotations
 
-import math
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import interval, result_path, run_metadata, write_json
+from benchmarks.common import geomean_interval, result_path, run_metadata, write_json
 
 from .report import write_whole_job_report
 from .slow_disk import CachePressure, IopsCap, device_of, drop_caches, unavailable_reason
-from .workload import clean_shuffles, executor_pids, measure, partition_keys, session, shuffle_job
+from .workload import capped_application, clean_shuffles, measure, shuffle_job
 
 def modes(args) -> dict[str, dict]:
     """Vanilla, then Riffle under each policy asked for (``--policies``): per-job settings and what to model."""
@@ -41,7 +39,6 @@ def modes(args) -> dict[str, dict]:
 
 
 def whole_job(args) -> Path | None:
-    import spark_plugin
     from shuffle_merge import job_settings
 
     reason = unavailable_reason(args.local_dir)
@@ -52,34 +49,27 @@ def whole_job(args) -> Path | None:
     plan = modes(args)
     order = list(plan)
     runs = []
-    with tempfile.TemporaryDirectory(prefix="riffle-bench-", dir=args.local_dir) as local:
-        spark = session(args, local)
-        try:
-            tm = spark_plugin.telemetry(spark)
-            pids = executor_pids(tm, args.executors)
-            keys = partition_keys(spark, args.reducers)
-            shuffle_job(spark, keys, args.maps, args.block_kb * 1024)  # warm-up (JIT, plans), not timed
-            for r in range(args.repeat):
-                for mode in order[r % len(order):] + order[:r % len(order)]:
-                    drop_caches()
-                    mark = tm.mark()
-                    with job_settings(spark, **plan[mode]["settings"]), \
-                            IopsCap(args.iops, device, args.io_unit_kb) as cap, \
-                            CachePressure(local, args.drop_interval_ms / 1000) as pressure:
-                        cap.add(pids)
-                        start = time.perf_counter()
-                        shuffle_job(spark, keys, args.maps, args.block_kb * 1024)
-                        wall = time.perf_counter() - start
-                    records = tm.records(since=mark)
-                    runs.append({"mode": mode, "round": r, "wall_s": wall, "disk_reads": cap.reads_,
-                                 "disk_read_bytes": cap.read_bytes_, "eviction_passes": pressure.passes_,
-                                 **measure(records, args.maps, args.reducers, plan[mode]["fan_in"], 1.0,
-                                           plan[mode]["target"])})
-                    clean_shuffles(spark, records)
-                    print(f"[round {r + 1}/{args.repeat}] {mode}: job {runs[-1]['job_s']:.1f} s, reduce stage "
-                          f"{runs[-1]['reduce_stage_s']:.1f} s, {cap.reads_} disk reads", file=sys.stderr)
-        finally:
-            spark.stop()
+    with capped_application(args) as app:
+        shuffle_job(app.spark, app.keys, args.maps, args.block_kb * 1024)  # warm-up (JIT, plans), not timed
+        for r in range(args.repeat):
+            for mode in order[r % len(order):] + order[:r % len(order)]:
+                drop_caches()
+                mark = app.tm.mark()
+                with job_settings(app.spark, **plan[mode]["settings"]), \
+                        IopsCap(args.iops, device, args.io_unit_kb) as cap, \
+                        CachePressure(app.local_dir, args.drop_interval_ms / 1000) as pressure:
+                    cap.add(app.pids)
+                    start = time.perf_counter()
+                    shuffle_job(app.spark, app.keys, args.maps, args.block_kb * 1024)
+                    wall = time.perf_counter() - start
+                records = app.tm.records(since=mark)
+                runs.append({"mode": mode, "round": r, "wall_s": wall, "disk_reads": cap.reads_,
+                             "disk_read_bytes": cap.read_bytes_, "eviction_passes": pressure.passes_,
+                             **measure(records, args.maps, args.reducers, plan[mode]["fan_in"], 1.0,
+                                       plan[mode]["target"])})
+                clean_shuffles(app.spark, records)
+                print(f"[round {r + 1}/{args.repeat}] {mode}: job {runs[-1]['job_s']:.1f} s, reduce stage "
+                      f"{runs[-1]['reduce_stage_s']:.1f} s, {cap.reads_} disk reads", file=sys.stderr)
     meta = run_metadata({"maps": args.maps, "reducers": args.reducers, "block_kb": args.block_kb,
                          "executors": args.executors, "fan_in": args.fan_in, "policies": args.policies,
                          "target_block_kb": args.target_block_kb, "modes": order, "iops": args.iops,
@@ -101,10 +91,7 @@ def summarize(runs: list[dict], order: list[str]) -> dict:
     rounds = sorted({x["round"] for x in runs})
     summary["ratios"] = {}
     for mode in order[1:]:
-        summary["ratios"][mode] = {}
-        for key in ("job_s", "reduce_stage_s"):
-            ci = interval([math.log(by_round[r, mode][key] / by_round[r, "vanilla"][key]) for r in rounds])
-            summary["ratios"][mode][key] = {"geomean": math.exp(ci["mean"]),
-                                            "low": math.exp(ci["low"]) if ci["low"] is not None else None,
-                                            "high": math.exp(ci["high"]) if ci["high"] is not None else None}
+        summary["ratios"][mode] = {
+            key: geomean_interval([by_round[r, mode][key] / by_round[r, "vanilla"][key] for r in rounds])
+            for key in ("job_s", "reduce_stage_s")}
     return summary

@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import math
 import statistics
+import tempfile
 import time
 from collections import Counter
+from contextlib import contextmanager
+from typing import NamedTuple
 
 import pyarrow.compute as pc
 
@@ -54,6 +57,33 @@ def executor_pids(tm, count: int, timeout_s: float = 120) -> list[int]:
         if time.monotonic() > deadline:
             raise RuntimeError(f"only {len(pids)} of {count} executors registered within {timeout_s:.0f} s")
         time.sleep(0.5)
+
+
+class CappedApplication(NamedTuple):
+    """What the disk benchmarks run in: the application, its telemetry, its shuffle directory, its executors'
+    process ids (for the disk cap) and the partition keys of the synthetic shuffle."""
+
+    spark: object
+    tm: object
+    local_dir: str
+    pids: list[int]
+    keys: list[int]
+
+
+@contextmanager
+def capped_application(args):
+    """The benchmark's application on a shuffle directory of its own under ``args.local_dir``, once every
+    executor has registered; stopped, and the directory removed, when the block ends."""
+    import spark_plugin
+
+    with tempfile.TemporaryDirectory(prefix="riffle-bench-", dir=args.local_dir) as local:
+        spark = session(args, local)
+        try:
+            tm = spark_plugin.telemetry(spark)
+            yield CappedApplication(spark, tm, local, executor_pids(tm, args.executors),
+                                    partition_keys(spark, args.reducers))
+        finally:
+            spark.stop()
 
 
 def partition_keys(spark, reducers: int) -> list[int]:

@@ -31,7 +31,7 @@ import math
 import statistics
 from pathlib import Path
 
-from benchmarks.common import interval, markdown_table, pyplot, save_figure, write_json
+from benchmarks.common import geomean_interval, markdown_table, pyplot, save_figure, write_json
 
 SCHEMA_VERSION = 1
 
@@ -71,9 +71,9 @@ def headline(results: dict) -> list[str]:
     others = [m for m in modes if m != base]
     width = max(map(len, others), default=0) + 2
     for m in others:
-        ci = interval([math.log(q["ratio_to_baseline"][m]) for q in queries.values()])
-        spread = "" if ci["low"] is None else f"; 95% interval {math.exp(ci['low']):.2f}-{math.exp(ci['high']):.2f}"
-        parts = [f"time to the exact answer {math.exp(ci['mean']):.2f}x {base}'s (geomean over queries{spread})"]
+        ci = geomean_interval([q["ratio_to_baseline"][m] for q in queries.values()])
+        spread = "" if ci["low"] is None else f"; 95% interval {ci['low']:.2f}-{ci['high']:.2f}"
+        parts = [f"time to the exact answer {ci['geomean']:.2f}x {base}'s (geomean over queries{spread})"]
         if "riffle_reads" in summary[m]:
             parts.append(f"shuffle reads issued / Spark would: {_reads_summary(summary[m])}")
         parts.append(_progressive_fractions(queries, m, base))

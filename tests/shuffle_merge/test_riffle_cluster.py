@@ -16,7 +16,7 @@ import pytest
 
 import spark_plugin
 from shuffle_merge.merge_policy import MapOutput, MergePolicy, plan_merges
-from tests.helpers import eventually
+from tests.helpers import eventually, recorded
 from tests.shuffle_merge.conftest import shuffle_files
 from tests.shuffle_merge.workloads import WORKLOADS
 
@@ -38,16 +38,9 @@ def tm(spark):
     return spark_plugin.telemetry(spark)
 
 
-def run(tm, action):
-    """Run ``action`` and return its result with the telemetry records it produced."""
-    mark = tm.mark()
-    result = action()
-    return result, tm.records(since=mark)
-
-
 @pytest.mark.parametrize("name", sorted(WORKLOADS))
 def test_results_are_identical_to_vanilla_spark(spark, tm, vanilla_results, name):
-    result, records = run(tm, lambda: WORKLOADS[name](spark))
+    result, records = recorded(tm, lambda: WORKLOADS[name](spark))
     assert result == vanilla_results[name]
     reads = records["shuffle_read"]
     assert reads.num_rows > 0 and pc.sum(reads["mergedBlocks"]).as_py() > 0  # Riffle really served reads
@@ -59,7 +52,7 @@ def test_results_are_identical_to_vanilla_spark(spark, tm, vanilla_results, name
 
 def test_each_reducer_reads_one_block_per_merge_instead_of_one_per_map(spark, tm):
     sc = spark.sparkContext
-    counts, records = run(tm, lambda: sc.parallelize(range(60_000), 12).map(lambda x: (x % 100, 1))
+    counts, records = recorded(tm, lambda: sc.parallelize(range(60_000), 12).map(lambda x: (x % 100, 1))
                           .reduceByKey(add, 4).collect())
     assert dict(counts) == {k: 600 for k in range(100)}
     tasks = records["task"].to_pylist()
@@ -77,7 +70,7 @@ def test_each_reducer_reads_one_block_per_merge_instead_of_one_per_map(spark, tm
 
 def test_merges_are_issued_by_the_policy_while_the_map_stage_runs(spark, tm):
     sc = spark.sparkContext
-    _, records = run(tm, lambda: sc.parallelize(range(24_000), 12).map(lambda x: (x % 50, 1))
+    _, records = recorded(tm, lambda: sc.parallelize(range(24_000), 12).map(lambda x: (x % 50, 1))
                      .reduceByKey(add, 3).count())
     map_stage = [s for s in records["stage"].to_pylist() if s["shuffleId"] is not None][0]
     merges = [m for m in records["merge"].to_pylist() if m["shuffleId"] == map_stage["shuffleId"]]
@@ -96,14 +89,14 @@ def test_merges_are_issued_by_the_policy_while_the_map_stage_runs(spark, tm):
 
 def test_a_lost_merged_file_is_read_from_the_originals_without_recomputation(spark, tm, session_dir):
     rdd = spark.sparkContext.parallelize(range(30_000), 12).map(lambda x: (x % 97, x)).reduceByKey(add, 4)
-    first, records = run(tm, lambda: sorted(rdd.collect()))
+    first, records = recorded(tm, lambda: sorted(rdd.collect()))
     shuffle_id = next(s["shuffleId"] for s in records["stage"].to_pylist() if s["shuffleId"] is not None)
     victims = [p for p in shuffle_files(session_dir / "local", merged=True, shuffle_id=shuffle_id)
                if p.suffix == ".data"]
     assert victims
     for path in victims:
         path.unlink()
-    second, records = run(tm, lambda: sorted(rdd.collect()))
+    second, records = recorded(tm, lambda: sorted(rdd.collect()))
     assert second == first
     tasks = records["task"].to_pylist()
     assert all(t["taskType"] == "ResultTask" and t["status"] == "SUCCESS" for t in tasks)  # no map recomputed
@@ -112,14 +105,14 @@ def test_a_lost_merged_file_is_read_from_the_originals_without_recomputation(spa
 
 def test_a_lost_original_file_takes_sparks_own_path_and_recomputes_that_map(spark, tm, session_dir):
     rdd = spark.sparkContext.parallelize(range(30_000), 12).map(lambda x: (x % 89, x)).reduceByKey(add, 4)
-    first, records = run(tm, lambda: sorted(rdd.collect()))
+    first, records = recorded(tm, lambda: sorted(rdd.collect()))
     shuffle_id = next(s["shuffleId"] for s in records["stage"].to_pylist() if s["shuffleId"] is not None)
     local = session_dir / "local"
     for path in shuffle_files(local, merged=True, shuffle_id=shuffle_id):
         path.unlink()  # readers must go to the originals...
     originals = sorted(p for p in shuffle_files(local, merged=False, shuffle_id=shuffle_id) if p.suffix == ".data")
     originals[0].unlink()  # ...and one of those is gone too
-    second, records = run(tm, lambda: sorted(rdd.collect()))
+    second, records = recorded(tm, lambda: sorted(rdd.collect()))
     assert second == first
     recomputed = [t for t in records["task"].to_pylist() if t["taskType"] == "ShuffleMapTask"]
     assert recomputed and all(t["stageAttempt"] >= 1 for t in recomputed)
@@ -127,7 +120,8 @@ def test_a_lost_original_file_takes_sparks_own_path_and_recomputes_that_map(spar
 
 def test_unregistering_a_shuffle_deletes_its_merged_files(spark, tm, session_dir):
     sc = spark.sparkContext
-    _, records = run(tm, lambda: sc.parallelize(range(12_000), 12).map(lambda x: (x % 7, 1)).reduceByKey(add, 2).count())
+    _, records = recorded(tm, lambda: sc.parallelize(range(12_000), 12).map(lambda x: (x % 7, 1))
+                                      .reduceByKey(add, 2).count())
     shuffle_id = next(s["shuffleId"] for s in records["stage"].to_pylist() if s["shuffleId"] is not None)
     local = session_dir / "local"
     assert shuffle_files(local, merged=True, shuffle_id=shuffle_id)
@@ -150,10 +144,12 @@ def test_per_job_settings_change_the_fan_in_or_switch_merging_off(spark, tm):
 
     sc = spark.sparkContext
     with job_settings(spark, fan_in=2):
-        _, records = run(tm, lambda: sc.parallelize(range(12_000), 12).map(lambda x: (x % 7, 1)).reduceByKey(add, 2).count())
+        _, records = recorded(tm, lambda: sc.parallelize(range(12_000), 12).map(lambda x: (x % 7, 1))
+                                          .reduceByKey(add, 2).count())
     assert {m["fanIn"] for m in records["merge"].to_pylist()} == {2}
     with job_settings(spark, enabled=False):
-        _, records = run(tm, lambda: sc.parallelize(range(12_000), 12).map(lambda x: (x % 7, 1)).reduceByKey(add, 2).count())
+        _, records = recorded(tm, lambda: sc.parallelize(range(12_000), 12).map(lambda x: (x % 7, 1))
+                                          .reduceByKey(add, 2).count())
     assert records["merge"].num_rows == 0
     assert all(r["mergedBlocks"] == 0 for r in records["shuffle_read"].to_pylist())
 
@@ -164,12 +160,14 @@ def test_blocksize_policy_merges_small_outputs_and_skips_large_ones(spark, tm):
     sc = spark.sparkContext
     # 12 outputs of ~6 KiB (1.5 KiB blocks): the 2 KiB target groups them two by two...
     with job_settings(spark, policy="blocksize", target_block_bytes="2k"):
-        _, small = run(tm, lambda: sc.parallelize(range(12_000), 12).map(lambda x: (x % 4, x)).reduceByKey(add, 4).count())
+        _, small = recorded(tm, lambda: sc.parallelize(range(12_000), 12).map(lambda x: (x % 4, x))
+                                        .reduceByKey(add, 4).count())
     assert small["merge"].num_rows > 0
     assert all(m["fanIn"] >= 2 and m["status"] == "committed" for m in small["merge"].to_pylist())
     # ...while a 1-byte target is already met by every output: nothing is merged.
     with job_settings(spark, policy="blocksize", target_block_bytes=1):
-        _, large = run(tm, lambda: sc.parallelize(range(12_000), 12).map(lambda x: (x % 4, x)).reduceByKey(add, 4).count())
+        _, large = recorded(tm, lambda: sc.parallelize(range(12_000), 12).map(lambda x: (x % 4, x))
+                                        .reduceByKey(add, 4).count())
     assert large["merge"].num_rows == 0
     assert all(r["mergedBlocks"] == 0 for r in large["shuffle_read"].to_pylist())
 

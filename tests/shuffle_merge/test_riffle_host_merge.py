@@ -17,7 +17,7 @@ import pytest
 
 import spark_plugin
 from shuffle_merge import job_settings
-from tests.helpers import eventually
+from tests.helpers import eventually, recorded
 from tests.shuffle_merge.workloads import WORKLOADS
 from tests.wrangler.jobs import executor_ids
 
@@ -40,12 +40,6 @@ def tm(spark):
     return spark_plugin.telemetry(spark)
 
 
-def run(tm, action):
-    mark = tm.mark()
-    result = action()
-    return result, tm.records(since=mark)
-
-
 def map_tasks(records) -> list[dict]:
     return [t for t in records["task"].to_pylist() if t["taskType"] == "ShuffleMapTask"]
 
@@ -61,7 +55,7 @@ def small_shuffle(sc, seed):
 
 @pytest.mark.parametrize("name", ["rdd_reduce_by_key", "rdd_sort_by_key", "df_join", "df_repartition"])
 def test_host_merges_give_vanilla_results(spark, tm, vanilla_results, name):
-    result, records = run(tm, lambda: WORKLOADS[name](spark))
+    result, records = recorded(tm, lambda: WORKLOADS[name](spark))
     assert result == vanilla_results[name]
     reads = records["shuffle_read"].to_pylist()
     assert sum(r["mergedBlocks"] for r in reads) > 0 and sum(r["fallbacks"] for r in reads) == 0
@@ -70,7 +64,7 @@ def test_host_merges_give_vanilla_results(spark, tm, vanilla_results, name):
 
 
 def test_merges_span_executors_and_each_runs_on_one_of_its_writers(spark, tm):
-    counts, records = run(tm, lambda: small_shuffle(spark.sparkContext, 7).collect())
+    counts, records = recorded(tm, lambda: small_shuffle(spark.sparkContext, 7).collect())
     assert len(counts) == 211
     wrote = writers(records)
     merges = records["merge"].to_pylist()
@@ -81,7 +75,7 @@ def test_merges_span_executors_and_each_runs_on_one_of_its_writers(spark, tm):
 
 def test_reads_per_reducer_follow_the_host_model_not_the_executor_one(spark, tm):
     with job_settings(spark, fan_in=8):  # more than any one executor's share of the 16 maps
-        _, records = run(tm, lambda: small_shuffle(spark.sparkContext, 11).count())
+        _, records = recorded(tm, lambda: small_shuffle(spark.sparkContext, 11).count())
     maps = map_tasks(records)
     per_host = sum(math.ceil(m / 8) for m in Counter(t["host"] for t in maps).values())
     per_executor = sum(math.ceil(m / 8) for m in Counter(t["executorId"] for t in maps).values())
@@ -93,7 +87,7 @@ def test_reads_per_reducer_follow_the_host_model_not_the_executor_one(spark, tm)
 
 def test_executor_scope_keeps_each_executor_apart(spark, tm):
     with job_settings(spark, scope="executor"):
-        _, records = run(tm, lambda: small_shuffle(spark.sparkContext, 13).count())
+        _, records = recorded(tm, lambda: small_shuffle(spark.sparkContext, 13).count())
     wrote = writers(records)
     merges = records["merge"].to_pylist()
     assert merges and all(m["scope"] == "executor" for m in merges)
@@ -105,7 +99,7 @@ def test_executor_scope_keeps_each_executor_apart(spark, tm):
 def test_a_neighbour_lost_after_its_outputs_were_merged_elsewhere_serves_nothing_stale(spark, tm):
     """Its outputs are recomputed under new map ids, so the merges holding the old ones are rejected."""
     rdd = small_shuffle(spark.sparkContext, 17)
-    first, records = run(tm, lambda: sorted(rdd.collect()))
+    first, records = recorded(tm, lambda: sorted(rdd.collect()))
     wrote = writers(records)
     host_merges = [m for m in records["merge"].to_pylist() if len({wrote[i] for i in m["mapIndexes"]}) > 1]
     assert host_merges
@@ -113,7 +107,7 @@ def test_a_neighbour_lost_after_its_outputs_were_merged_elsewhere_serves_nothing
     pid = next(e["pid"] for e in tm.executors().to_pylist() if e["executorId"] == victim and e["pid"])
     os.kill(pid, signal.SIGKILL)
     eventually(lambda: victim not in executor_ids(spark), timeout=60)
-    second, records = run(tm, lambda: sorted(rdd.collect()))
+    second, records = recorded(tm, lambda: sorted(rdd.collect()))
     assert second == first
     recomputed = [t for t in map_tasks(records) if t["status"] == "SUCCESS"]
     assert len(recomputed) >= sum(ex == victim for ex in wrote.values())  # the victim's outputs, at least

@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.stream.IntStream;
 import org.apache.spark.scheduler.MapStatus;
 import org.apache.spark.storage.BlockId;
 import org.apache.spark.storage.BlockManagerId;
@@ -27,8 +28,9 @@ import scala.jdk.javaapi.CollectionConverters;
  * executor). A task that reads a map-index range (an AQE skew split or local shuffle reader) uses a
  * merge partly in its range when at least two of its outputs, and at least half, are in the range:
  * the merged block is fetched whole and the sub-blocks of outputs outside the range are skipped
- * unread, one read instead of several for at most twice the bytes. This is the correctness anchor: speculative duplicates, recomputed outputs and stale
- * plans fall back to the original files, never to wrong data. The plan also remembers, for each
+ * unread, one read instead of several for at most twice the bytes. This is the correctness anchor:
+ * speculative duplicates, recomputed outputs and stale plans fall back to the original files, never
+ * to wrong data. The plan also remembers, for each
  * merged block, the original blocks it stands for, so a failed merged block can be replaced.
  */
 final class FetchPlan {
@@ -42,13 +44,13 @@ final class FetchPlan {
   /** For each synthetic map id: reduce id to the original blocks it replaces. */
   private final Map<Long, Map<Integer, List<Block>>> replaced;
   private final Map<Long, Integer> mapIndexOf;
-  /** For each synthetic map id: where it is stored and how many map outputs it holds. */
+  /** For each synthetic map id in use: where it is stored and the merge it is. */
   private final Map<Long, BlockManagerId> mergedLocation;
-  private final Map<Long, Integer> mergedInputs;
+  private final Map<Long, ReadPlan.Group> mergedGroups;
   /** For each synthetic map id: the map indexes its reader uses (all, unless the task reads a map range). */
   private final Map<Long, Set<Integer>> wanted;
-  /** For each synthetic map id: the partitions its merged file holds (those some input wrote data for). */
-  private final Map<Long, Set<Integer>> mergedPartitions;
+  /** Spark's registered map outputs, whose block sizes say which partitions a merged file holds. */
+  private final MapStatus[] statuses;
   /** Every (map index, reduce id) of Spark's own list: what the read must cover exactly once. */
   final Set<List<Integer>> coverage;
   /**
@@ -61,16 +63,16 @@ final class FetchPlan {
   final int groupsRejected;
 
   private FetchPlan(Map<BlockManagerId, List<Block>> byLocation, Map<Long, Map<Integer, List<Block>>> replaced,
-      Map<Long, Integer> mapIndexOf, Map<Long, BlockManagerId> mergedLocation, Map<Long, Integer> mergedInputs,
-      Map<Long, Set<Integer>> wanted, Map<Long, Set<Integer>> mergedPartitions, Set<List<Integer>> coverage,
-      int vanillaReads, int groupsUsed, int groupsPartial, int groupsRejected) {
+      Map<Long, Integer> mapIndexOf, Map<Long, BlockManagerId> mergedLocation, Map<Long, ReadPlan.Group> mergedGroups,
+      Map<Long, Set<Integer>> wanted, MapStatus[] statuses, Set<List<Integer>> coverage, int vanillaReads,
+      int groupsUsed, int groupsPartial, int groupsRejected) {
     this.byLocation = byLocation;
     this.replaced = replaced;
     this.mapIndexOf = mapIndexOf;
     this.mergedLocation = mergedLocation;
-    this.mergedInputs = mergedInputs;
+    this.mergedGroups = mergedGroups;
     this.wanted = wanted;
-    this.mergedPartitions = mergedPartitions;
+    this.statuses = statuses;
     this.coverage = coverage;
     this.vanillaReads = vanillaReads;
     this.groupsUsed = groupsUsed;
@@ -79,13 +81,12 @@ final class FetchPlan {
   }
 
   /**
-   * Rewrites Spark's block list ({@code MapOutputTracker.getMapSizesByExecutorId}) of partitions
-   * [{@code startPartition}, {@code endPartition}) with the valid merged outputs of {@code plan}.
+   * Rewrites Spark's block list ({@code MapOutputTracker.getMapSizesByExecutorId}) with the valid
+   * merged outputs of {@code plan}.
    */
   static FetchPlan build(int shuffleId,
       scala.collection.Iterator<Tuple2<BlockManagerId, scala.collection.Seq<Tuple3<BlockId, Object, Object>>>> vanilla,
-      ReadPlan plan, MapStatus[] statuses, int startMapIndex, int endMapIndex, int startPartition, int endPartition,
-      boolean batchFetch) {
+      ReadPlan plan, MapStatus[] statuses, int startMapIndex, int endMapIndex, boolean batchFetch) {
     Map<BlockManagerId, List<Block>> original = new LinkedHashMap<>();
     Map<Long, Integer> mapIndexOf = new HashMap<>();
     Set<List<Integer>> coverage = new HashSet<>();
@@ -106,10 +107,9 @@ final class FetchPlan {
           : blocks.size();
     }
     Map<Long, Long> synOfMapId = new HashMap<>();
-    Map<Long, Integer> mergedInputs = new HashMap<>();
+    Map<Long, ReadPlan.Group> mergedGroups = new HashMap<>();
     Map<Long, BlockManagerId> mergedLocation = new HashMap<>();
     Map<Long, Set<Integer>> wanted = new HashMap<>();
-    Map<Long, Set<Integer>> mergedPartitions = new HashMap<>();
     int used = 0;
     int partial = 0;
     int rejected = 0;
@@ -127,10 +127,9 @@ final class FetchPlan {
       for (MergeInput in : g.inputs()) {
         if (inRange.contains(in.mapIndex())) synOfMapId.put(in.mapId(), g.syntheticMapId());
       }
-      mergedInputs.put(g.syntheticMapId(), n);
+      mergedGroups.put(g.syntheticMapId(), g);
       mergedLocation.put(g.syntheticMapId(), at);
       wanted.put(g.syntheticMapId(), inRange);
-      mergedPartitions.put(g.syntheticMapId(), partitionsWithData(g, statuses, startPartition, endPartition));
       used++;
       if (inRange.size() < n) partial++;
     }
@@ -148,16 +147,15 @@ final class FetchPlan {
       }
     }
     Map<Long, Map<Integer, List<Block>>> replaced = new HashMap<>();
-    Map<Long, ReadPlan.Group> groupOf = new HashMap<>();
-    for (ReadPlan.Group g : plan.groups()) groupOf.put(g.syntheticMapId(), g);
     for (Map.Entry<Long, TreeMap<Integer, List<Block>>> m : merged.entrySet()) {
       BlockManagerId at = mergedLocation.get(m.getKey());
       List<Block> out = byLocation.computeIfAbsent(at, k -> new ArrayList<>());
       Set<Integer> read = wanted.get(m.getKey());
       for (Map.Entry<Integer, List<Block>> part : m.getValue().entrySet()) {
-        long size = MergedBlockFormat.headerBytes(mergedInputs.get(m.getKey()));
+        List<MergeInput> inputs = mergedGroups.get(m.getKey()).inputs();
+        long size = MergedBlockFormat.headerBytes(inputs.size());
         for (Block b : part.getValue()) size += b.size();
-        for (MergeInput in : groupOf.get(m.getKey()).inputs()) { // skipped sub-blocks are fetched too
+        for (MergeInput in : inputs) { // skipped sub-blocks are fetched too
           if (!read.contains(in.mapIndex())) size += statuses[in.mapIndex()].getSizeForBlock(part.getKey());
         }
         out.add(new Block(at, new ShuffleBlockId(shuffleId, m.getKey(), part.getKey()), size,
@@ -165,25 +163,8 @@ final class FetchPlan {
       }
       replaced.put(m.getKey(), new HashMap<>(m.getValue()));
     }
-    return new FetchPlan(byLocation, replaced, mapIndexOf, mergedLocation, mergedInputs, wanted, mergedPartitions,
+    return new FetchPlan(byLocation, replaced, mapIndexOf, mergedLocation, mergedGroups, wanted, statuses,
         coverage, vanillaReads, used, partial, rejected);
-  }
-
-  /**
-   * The partitions in [{@code start}, {@code end}) that group {@code g}'s merged file holds: those
-   * some input wrote data for (map statuses record empty blocks exactly), as the merger skips the others.
-   */
-  private static Set<Integer> partitionsWithData(ReadPlan.Group g, MapStatus[] statuses, int start, int end) {
-    Set<Integer> partitions = new HashSet<>();
-    for (int r = start; r < end; r++) {
-      for (MergeInput in : g.inputs()) {
-        if (statuses[in.mapIndex()].getSizeForBlock(r) > 0) {
-          partitions.add(r);
-          break;
-        }
-      }
-    }
-    return partitions;
   }
 
   /**
@@ -233,13 +214,13 @@ final class FetchPlan {
         }
       }
     }
-    return new FetchPlan(next, replaced, mapIndexOf, mergedLocation, mergedInputs, wanted, mergedPartitions,
+    return new FetchPlan(next, replaced, mapIndexOf, mergedLocation, mergedGroups, wanted, statuses,
         coverage, vanillaReads, groupsUsed, groupsPartial, groupsRejected);
   }
 
   /** How many map outputs merged output {@code syntheticMapId} holds. */
   int inputsOf(long syntheticMapId) {
-    return mergedInputs.get(syntheticMapId);
+    return mergedGroups.get(syntheticMapId).inputs().size();
   }
 
   /** Where merged output {@code syntheticMapId} is read from. */
@@ -249,14 +230,16 @@ final class FetchPlan {
 
   /**
    * The partitions a fetched merged block must contain, ascending: its own, or for a batch those in
-   * its range that the merged file holds (empty partitions are in neither Spark's list nor the file).
+   * its range that the merged file holds, the ones some input wrote data for (the merger skips the
+   * others; map statuses record empty blocks exactly).
    */
   int[] mergedReduceIds(BlockId fetched) {
     if (fetched instanceof ShuffleBlockId) return new int[] {((ShuffleBlockId) fetched).reduceId()};
     ShuffleBlockBatchId batch = (ShuffleBlockBatchId) fetched;
-    return mergedPartitions.get(batch.mapId()).stream()
-        .filter(r -> r >= batch.startReduceId() && r < batch.endReduceId())
-        .mapToInt(Integer::intValue).sorted().toArray();
+    List<MergeInput> inputs = mergedGroups.get(batch.mapId()).inputs();
+    return IntStream.range(batch.startReduceId(), batch.endReduceId())
+        .filter(r -> inputs.stream().anyMatch(in -> statuses[in.mapIndex()].getSizeForBlock(r) > 0))
+        .toArray();
   }
 
   /** Whether this read uses the sub-blocks of map index {@code mapIndex} in merged output {@code syntheticMapId}. */

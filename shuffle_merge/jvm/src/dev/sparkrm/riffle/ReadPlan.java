@@ -18,7 +18,10 @@ record ReadPlan(boolean riffle, boolean sealed, List<Group> groups) {
   /** No merged outputs: read every original. */
   static final ReadPlan UNMERGED = new ReadPlan(false, true, List.of());
 
-  /** One merged output: the synthetic map id it is stored under, the executor that wrote it, and the map outputs it contains. */
+  /**
+   * One merged output: the synthetic map id it is stored under, the executor that wrote it, and the map
+   * outputs it contains.
+   */
   record Group(long groupId, long syntheticMapId, String merger, List<MergeInput> inputs) {}
 
   /** This plan without merge {@code syntheticMapId}. */
