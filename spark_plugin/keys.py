@@ -55,9 +55,6 @@ KEYS = KeyTable([
         "best-effort fraction is already reached.", job_setting="leftovers"),
     Key("spark.riffle.merge.timeout", "duration", "2min",
         "A merge running longer than this is abandoned; its outputs are read unmerged.", low=1),
-    Key("spark.riffle.merge.pollInterval", "duration", "10ms",
-        "How often executors ask the driver for merge work while a shuffle is being written "
-        "(ten times less often when none is).", low=1, high=10_000),
     Key("spark.riffle.bestEffort.fraction", "double", "0.95",
         "After the map stage, reducers wait until this fraction of map outputs is merged (or every "
         "merge ended); merges still running are then cancelled.", low=0, high=1, low_open=True,

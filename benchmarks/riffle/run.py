@@ -1,4 +1,4 @@
-"""Riffle's benchmarks: ``python -m benchmarks.riffle {synthetic,slow-disk,whole-job,tpch}``.
+"""Riffle's benchmarks: ``python -m benchmarks.riffle {synthetic,slow-disk,whole-job,driver-scale,tpch}``.
 
 * ``synthetic``: the thesis's synthetic job scaled down (M maps x R reducers, ~150 KB blocks),
   with merging off, N-way for each N, and N-way with best effort, all in one application and
@@ -7,6 +7,8 @@
   dropped) by executors whose disk reads are capped at HDD-class IOPS (cgroup blkio).
 * ``whole-job``: map, merge and reduce of fresh shuffles, vanilla against Riffle, with four executors
   sharing one IOPS-capped disk and a page cache too small for the shuffle (:mod:`.whole_job`).
+* ``driver-scale``: the driver's scheduler under 500 simulated executors and 10,000 map outputs, merges
+  pushed to executors against executors polling every 10 ms (:mod:`.driver_scale`).
 * ``tpch``: the TPC-H harness with modes vanilla and riffle.
 
 Each writes ``<date>-<sha>-<kind>.json`` plus a Markdown/PNG report under
@@ -25,6 +27,7 @@ from pathlib import Path
 from benchmarks.common import (RESULTS_DIR, add_master_option, result_path, run_metadata, spread,
                                write_json)
 
+from .driver_scale import POLL_COMMIT, driver_scale
 from .report import write_slow_disk_report, write_synthetic_report
 from .slow_disk import IopsCap, device_of, drop_caches, unavailable_reason
 from .whole_job import whole_job
@@ -225,9 +228,25 @@ def main(argv=None) -> int:
                                           help="target merged block of the blocksize policy, KiB (default 2048)")
     sub.choices["whole-job"].add_argument("--drop-interval-ms", type=int, default=500,
                                           help="evict the shuffle's files from the page cache this often (default 500)")
+    scale = sub.add_parser("driver-scale", help="the driver's scheduler under many executors: pushes vs polling")
+    scale.add_argument("--repeat", type=int, default=3, help="rounds (default 3)")
+    scale.add_argument("--out", type=Path, default=None, help="output folder (default benchmarks/results/riffle)")
+    scale.add_argument("--executors", type=int, default=500, help="simulated executors (default 500)")
+    scale.add_argument("--executors-per-host", type=int, default=10, help="executors per host (default 10)")
+    scale.add_argument("--maps", type=int, default=10_000, help="map outputs (default 10000)")
+    scale.add_argument("--maps-per-s", type=int, default=1000, help="map outputs per second (default 1000)")
+    scale.add_argument("--block-kb", type=int, default=150, help="bytes per map-reduce block, KiB (default 150)")
+    scale.add_argument("--reducers", type=int, default=1000, help="reduce partitions (default 1000)")
+    scale.add_argument("--merge-ms", type=int, default=100, help="how long a simulated merge runs (default 100)")
+    scale.add_argument("--poll-ms", type=int, default=10, help="the polling interval compared (default 10)")
+    scale.add_argument("--poll-commit", default=POLL_COMMIT,
+                       help=f"commit of the polling scheduler, compiled from git (default {POLL_COMMIT})")
     args = parser.parse_args(argv)
     if args.kind == "tpch":
         return tpch(args)
+    if args.kind == "driver-scale":
+        driver_scale(args)
+        return 0
     if min(args.maps, args.reducers, args.block_kb, args.executors, args.repeat) < 1:
         parser.error("--maps, --reducers, --block-kb, --executors and --repeat must be >= 1")
     {"synthetic": synthetic, "slow-disk": slow_disk, "whole-job": whole_job}[args.kind](args)

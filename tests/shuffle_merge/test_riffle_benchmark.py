@@ -34,6 +34,22 @@ def test_synthetic_sweep_writes_reports_whose_reads_match_the_model(tmp_path):
         assert s["avg_read_bytes"] > summary["off"]["avg_read_bytes"]
 
 
+def test_driver_scale_pushes_the_same_merges_with_a_fraction_of_polling_requests(tmp_path):
+    run = _riffle_bench("driver-scale", "--executors", "20", "--executors-per-host", "5", "--maps", "400",
+                        "--maps-per-s", "2000", "--reducers", "100", "--merge-ms", "10", "--repeat", "1",
+                        "--out", str(tmp_path))
+    assert run.returncode == 0, run.stderr[-3000:]
+    [result] = tmp_path.glob("*.driver-scale.json")
+    assert result.with_suffix(".md").is_file()
+    runs = {r["mode"]: r for r in json.loads(result.read_text())["runs"]}
+    push, poll = runs["push"], runs["poll"]
+    assert push["merges"] == poll["merges"] > 20  # the same groups, each delivered once
+    assert set(push["requests"]) <= {"register", "done"} and push["pushes"] > 0
+    assert poll["requests"]["poll"] > 10 * push["pushes"]  # 20 executors x 100 polls a second
+    assert push["rpc_per_s"] < poll["rpc_per_s"] / 5
+    assert push["delay_ms"]["p50"] >= 0 and poll["delay_ms"]["p50"] >= 0
+
+
 def test_whole_job_runs_both_modes_under_the_cap_or_says_why_not(tmp_path):
     run = _riffle_bench("whole-job", "--maps", "8", "--reducers", "4", "--block-kb", "8", "--executors", "2",
                         "--iops", "2000", "--drop-interval-ms", "100", "--policies", "fanin,blocksize",

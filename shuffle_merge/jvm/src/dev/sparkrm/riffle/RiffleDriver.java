@@ -10,13 +10,15 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.spark.SparkContext;
+import org.apache.spark.rpc.RpcEndpointRef;
 import scala.Tuple2;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Riffle in the driver: the scheduler, the listener that feeds it, and the plugin-RPC handlers that
- * executors (merge work) and reduce tasks (read plans) call.
+ * Riffle in the driver: the scheduler, the listener that feeds it, the pusher that hands its work to
+ * executors, and the plugin-RPC handlers that executors (registration, merge reports) and reduce tasks
+ * (read plans) call.
  */
 public final class RiffleDriver {
   private static final Logger LOG = LoggerFactory.getLogger(RiffleDriver.class);
@@ -25,9 +27,11 @@ public final class RiffleDriver {
   private static volatile RiffleDriver active;
 
   private final RiffleScheduler scheduler;
+  private final AssignmentPusher pusher;
 
-  private RiffleDriver(RiffleScheduler scheduler) {
+  private RiffleDriver(RiffleScheduler scheduler, AssignmentPusher pusher) {
     this.scheduler = scheduler;
+    this.pusher = pusher;
   }
 
   /** The running application's driver side, or {@code null} (then shuffles stay vanilla). */
@@ -56,8 +60,14 @@ public final class RiffleDriver {
     }
     boolean oldProtocol = sc.conf().getBoolean("spark.shuffle.useOldFetchProtocol", false);
     SparkCompat.addListener(sc, new RiffleListener(scheduler, appConf, oldProtocol), QUEUE);
-    router.on("riffle.poll", m -> json(scheduler.poll(m.path("executorId").asText(), strings(m.path("localDirs")),
-        now())));
+    AssignmentPusher pusher = new AssignmentPusher(scheduler, RiffleDriver::now);
+    router.onAttached("riffle.register", (m, inbox) -> {
+      if (!(inbox instanceof RpcEndpointRef ref)) {
+        throw new IllegalArgumentException("riffle.register needs the executor's inbox endpoint attached");
+      }
+      pusher.register(m.path("executorId").asText(), strings(m.path("localDirs")), ref::send);
+      return json(Map.of("registered", true));
+    });
     router.on("riffle.done", m -> json(Map.of("keep", scheduler.mergeEnded(m.path("groupId").asLong(),
         m.path("status").asText(), m.path("error").asText(null), m, now()))));
     router.on("riffle.plan", m -> json(scheduler.plan(m.path("shuffleId").asInt(), now())));
@@ -73,13 +83,14 @@ public final class RiffleDriver {
       if (records != null) records.read(m);
       return null;
     });
-    RiffleDriver driver = new RiffleDriver(scheduler);
+    RiffleDriver driver = new RiffleDriver(scheduler, pusher);
     active = driver;
     LOG.info("Riffle on: {}", defaults);
     return driver;
   }
 
   public void stop() {
+    pusher.stop();
     if (active == this) active = null;
   }
 

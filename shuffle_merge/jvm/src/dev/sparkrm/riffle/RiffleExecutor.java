@@ -16,6 +16,8 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.api.plugin.PluginContext;
+import org.apache.spark.rpc.RpcEndpointRef;
+import org.apache.spark.rpc.RpcEnv;
 import org.apache.spark.shuffle.IndexShuffleBlockResolver;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -24,23 +26,25 @@ import org.slf4j.LoggerFactory;
  * Riffle's agent in one executor JVM: runs the merges the driver assigns, reports how they ended,
  * and answers the reader's questions about merged outputs.
  *
- * <p>Spark's plugin RPC only lets executors ask the driver, so a daemon thread polls it for work:
- * every {@code spark.riffle.merge.pollInterval} while the driver has shuffles in progress, ten
- * times less often otherwise. Its first polls tell the driver this executor's local directories,
- * from which neighbours on the same host read its map outputs in host-level merges. Reduce tasks ask for a shuffle's plan of merged outputs; a sealed plan
- * never changes while the map outputs stay the same, so one task per executor, shuffle and
- * map-output epoch fetches it (polling every few milliseconds until it is sealed) and the others
- * share it.
+ * <p>At start it registers with the driver: its local directories, from which neighbours on the same
+ * host read its map outputs in host-level merges, and its {@link MergeInbox}, through which the driver
+ * pushes merges to run or cancel, shuffles sealed and merges revoked (nothing polls). Reduce tasks ask
+ * for a shuffle's plan of merged outputs; a sealed plan never changes while the map outputs stay the
+ * same, so one task per executor, shuffle and map-output epoch fetches it (asking again when the driver
+ * says a shuffle sealed) and the others share it.
  */
 public final class RiffleExecutor {
   private static final Logger LOG = LoggerFactory.getLogger(RiffleExecutor.class);
   private static final ObjectMapper JSON = new ObjectMapper();
-  private static final long PLAN_POLL_MS = 5;
+  /**
+   * How long a reader waits for word of a seal before asking for the plan again anyway: a safety net,
+   * as every seal is pushed to every registered executor.
+   */
+  private static final long PLAN_RECHECK_MS = 5000;
   private static volatile RiffleExecutor instance;
 
   private final PluginContext ctx;
   private final MergerService merger;
-  private final long pollIntervalMs;
   private final long planWaitMs;
   private final long verifyMaxBytes;
   private final Map<Integer, Set<Long>> mergedOutputs = new ConcurrentHashMap<>();
@@ -49,29 +53,43 @@ public final class RiffleExecutor {
    * task per executor asks the driver; the others wait for its answer.
    */
   private final Map<List<Long>, CompletableFuture<ReadPlan>> plans = new ConcurrentHashMap<>();
-  private final Thread poller;
-  private volatile boolean running = true;
+  /** Counts the seals the driver announced; readers waiting for one wait on this object. */
+  private final Object seals = new Object();
+  private long sealsAnnounced;
   private long seenRevocations;
-  private boolean dirsKnown;
+  private RpcEndpointRef inbox;
 
   private RiffleExecutor(PluginContext ctx, SparkrmConf conf) {
     this.ctx = ctx;
-    this.pollIntervalMs = conf.getLong("spark.riffle.merge.pollInterval");
     this.planWaitMs = conf.getLong("spark.riffle.bestEffort.timeout") + conf.getLong("spark.riffle.read.planTimeout");
     this.verifyMaxBytes = conf.getLong("spark.riffle.read.verifyMaxBytes");
     this.merger = new MergerService((int) conf.getLong("spark.riffle.merger.threads"),
         conf.getLong("spark.riffle.merger.memoryBudget"), (int) conf.getLong("spark.riffle.merger.readBufferBytes"),
-        (int) conf.getLong("spark.riffle.merger.writeBufferBytes"), RiffleExecutor::resolver, new FaultInjection(conf));
-    this.poller = new Thread(this::pollLoop, "riffle-poller");
-    this.poller.setDaemon(true);
+        (int) conf.getLong("spark.riffle.merger.writeBufferBytes"), RiffleExecutor::resolver,
+        new FaultInjection(conf));
   }
 
-  /** Starts the agent of this executor (called by the sparkrm executor plugin). */
+  /**
+   * Starts the agent of this executor (called by the sparkrm executor plugin, before any task runs):
+   * sets up its inbox and registers with the driver. An executor that cannot register merges nothing
+   * (the driver leaves its outputs unmerged) but still reads merged outputs.
+   */
   public static void start(PluginContext ctx, SparkrmConf conf) {
     RiffleExecutor agent = new RiffleExecutor(ctx, conf);
     instance = agent;
-    agent.poller.start();
-    LOG.info("Riffle merger started on executor {}", ctx.executorID());
+    RpcEnv rpcEnv = SparkEnv.get().rpcEnv();
+    agent.inbox = rpcEnv.setupEndpoint(MergeInbox.NAME + "-" + ctx.executorID(),
+        new MergeInbox(rpcEnv, agent::receive));
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("executorId", ctx.executorID());
+    m.put("localDirs", SparkEnv.get().blockManager().diskBlockManager().localDirsString());
+    try {
+      ctx.ask(MessageRouter.encodeAttached("riffle.register", m, agent.inbox));
+      LOG.info("Riffle merger started on executor {}", ctx.executorID());
+    } catch (Exception e) { // PluginContext.ask declares Exception
+      LOG.warn("Riffle merges nothing on executor {}: it could not register with the driver ({}); its map "
+          + "outputs are read unmerged", ctx.executorID(), e.toString());
+    }
   }
 
   /** The agent of this JVM, or {@code null} when Riffle is off (then reads stay vanilla). */
@@ -83,8 +101,7 @@ public final class RiffleExecutor {
     RiffleExecutor agent = instance;
     if (agent == null) return;
     instance = null;
-    agent.running = false;
-    agent.poller.interrupt();
+    if (agent.inbox != null) SparkEnv.get().rpcEnv().stop(agent.inbox);
     agent.merger.stop();
   }
 
@@ -127,18 +144,34 @@ public final class RiffleExecutor {
   private ReadPlan awaitSealedPlan(int shuffleId) {
     long deadline = System.currentTimeMillis() + planWaitMs;
     while (true) {
+      long seen;
+      synchronized (seals) {
+        seen = sealsAnnounced;
+      }
       ReadPlan plan = fetchPlan(shuffleId);
       if (plan.sealed() || !plan.riffle()) return plan;
-      if (System.currentTimeMillis() > deadline) {
+      long now = System.currentTimeMillis();
+      if (now > deadline) {
         LOG.warn("Shuffle {}: the driver did not publish merged outputs within {} ms; reading unmerged",
             shuffleId, planWaitMs);
         return ReadPlan.UNMERGED;
       }
+      awaitSeal(seen, Math.min(deadline + 1, now + PLAN_RECHECK_MS), shuffleId);
+    }
+  }
+
+  /** Waits until the driver announces a seal after the {@code seen}-th, or until {@code until}. */
+  private void awaitSeal(long seen, long until, int shuffleId) {
+    synchronized (seals) {
       try {
-        Thread.sleep(PLAN_POLL_MS);
+        for (long now = System.currentTimeMillis(); sealsAnnounced == seen && now < until;
+            now = System.currentTimeMillis()) {
+          seals.wait(until - now);
+        }
       } catch (InterruptedException e) { // the task is being killed
         Thread.currentThread().interrupt();
-        throw new IllegalStateException("Interrupted while waiting for the Riffle read plan of shuffle " + shuffleId, e);
+        throw new IllegalStateException("Interrupted while waiting for the Riffle read plan of shuffle " + shuffleId,
+            e);
       }
     }
   }
@@ -194,30 +227,20 @@ public final class RiffleExecutor {
     }
   }
 
-  private void pollLoop() {
-    while (running) {
-      boolean active = false;
-      try {
-        Map<String, Object> q = new LinkedHashMap<>();
-        q.put("executorId", ctx.executorID());
-        q.put("peakBufferBytes", merger.peakBufferBytes());
-        if (!dirsKnown) q.put("localDirs", SparkEnv.get().blockManager().diskBlockManager().localDirsString());
-        JsonNode reply = JSON.readTree((String) ctx.ask(MessageRouter.encode("riffle.poll", q)));
-        dirsKnown = reply.path("dirsKnown").asBoolean();
-        active = reply.path("active").asBoolean();
-        long revocations = reply.path("revocations").asLong();
-        if (revocations != seenRevocations) {
-          seenRevocations = revocations;
-          plans.clear(); // a merge was revoked somewhere: readers ask the driver again
-        }
-        for (JsonNode m : reply.path("merges")) merger.submit(assignment(m), this::report);
-        for (JsonNode g : reply.path("cancel")) merger.cancel(g.asLong());
-      } catch (InterruptedException e) {
-        return;
-      } catch (Exception e) { // a failed poll is retried next round; the driver times merges out
-        if (running) LOG.debug("Riffle poll failed: {}", e.toString());
+  /** A message the driver pushed to this executor's inbox (see {@link RiffleScheduler#drain}). */
+  private void receive(String json) {
+    JsonNode message = MessageRouter.parse(json);
+    if (message.has("revocations") && message.path("revocations").asLong() != seenRevocations) {
+      seenRevocations = message.path("revocations").asLong();
+      plans.clear(); // a merge was revoked somewhere: readers ask the driver again
+    }
+    for (JsonNode m : message.path("merges")) merger.submit(assignment(m), this::report);
+    for (JsonNode g : message.path("cancel")) merger.cancel(g.asLong());
+    if (message.has("sealed")) {
+      synchronized (seals) {
+        sealsAnnounced++;
+        seals.notifyAll();
       }
-      sleep(active ? pollIntervalMs : pollIntervalMs * 10);
     }
   }
 
@@ -263,13 +286,5 @@ public final class RiffleExecutor {
 
   private static IndexShuffleBlockResolver resolver() {
     return (IndexShuffleBlockResolver) SparkEnv.get().shuffleManager().shuffleBlockResolver();
-  }
-
-  private static void sleep(long ms) {
-    try {
-      Thread.sleep(ms);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
   }
 }

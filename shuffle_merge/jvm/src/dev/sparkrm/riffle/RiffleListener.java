@@ -5,6 +5,7 @@ import java.util.HashMap;
 import java.util.Map;
 import org.apache.spark.Success$;
 import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
 import org.apache.spark.scheduler.SparkListenerStageCompleted;
 import org.apache.spark.scheduler.SparkListenerStageSubmitted;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
@@ -65,6 +66,11 @@ final class RiffleListener extends SparkListener {
       if (shuffleId == null) return;
       scheduler.mapStageCompleted(shuffleId, info.failureReason().isEmpty(), System.currentTimeMillis());
     });
+  }
+
+  @Override
+  public void onExecutorRemoved(SparkListenerExecutorRemoved e) {
+    guard(() -> scheduler.executorRemoved(e.executorId()));
   }
 
   /** The job's per-job overrides, or {@code null}; a bad one is reported and ignored (the job runs). */

@@ -22,16 +22,19 @@ import org.slf4j.LoggerFactory;
  * per node) or per executor, and issues merges eagerly by the {@link MergePolicy}. A host's merge runs
  * on the executor of that host, among those that wrote its inputs, with the fewest merges in flight;
  * it reads its neighbours' files from their local directories, which every executor reports when it
- * first polls. An executor whose directories are not known yet merges alone, and a host whose
- * executors cannot read each other's files falls back to merging per executor (its failed merge's
- * outputs are queued again). When the map stage ends it merges leftovers and then
- * <em>seals</em> the shuffle once every merge has ended, or a fraction {@code bestEffort} of the
- * outputs is merged, or the best-effort deadline has passed; merges still running then are
- * cancelled. Readers wait for the seal and get the committed merges. A merge that fails, times out
- * or is cancelled simply leaves its outputs unmerged.
+ * registers. An executor that reported no directories merges alone, one that never registered (so
+ * cannot be handed work) leaves its outputs unmerged, and a host whose executors cannot read each
+ * other's files falls back to merging per executor (its failed merge's outputs are queued again).
+ * When the map stage ends it merges leftovers and then <em>seals</em> the shuffle once every merge
+ * has ended, or a fraction {@code bestEffort} of the outputs is merged, or the best-effort deadline
+ * has passed; merges still running then are cancelled. Readers wait for the seal and get the
+ * committed merges. A merge that fails, times out or is cancelled simply leaves its outputs unmerged.
  *
- * <p>All methods are synchronized and take the current time, so the logic is deterministic and
- * can be driven directly in tests. Nothing here blocks: executors and readers poll.
+ * <p>Nothing is sent from here: {@link #drain} says what each executor must be told (merges to run or
+ * cancel, shuffles sealed, merges revoked), and the wake-up set with {@link #onWork} fires whenever
+ * there is something to drain; {@link #nextDeadline} says when a timeout or seal deadline next
+ * needs a drain. All methods are synchronized and take the current time, so the logic is
+ * deterministic and can be driven directly in tests.
  */
 public final class RiffleScheduler {
   /** The status an executor reports for a host merge that could not read a neighbour's files. */
@@ -46,11 +49,16 @@ public final class RiffleScheduler {
   private final Map<Long, Group> groups = new HashMap<>();
   private final Map<String, ArrayDeque<Group>> toDeliver = new HashMap<>();
   private final Map<String, List<Long>> toCancel = new HashMap<>();
+  /** Executors that registered, so can be handed merges and told of seals and revocations. */
+  private final Set<String> executors = new HashSet<>();
   /** Each executor's local directories, where its neighbours on the host read its map outputs. */
   private final Map<String, List<String>> localDirs = new HashMap<>();
   private final Set<String> unreadableHosts = new HashSet<>();
+  private final List<Integer> sealedSinceDrain = new ArrayList<>();
   private long nextGroupId = 1;
   private long revocations;
+  private long revocationsDrained;
+  private Runnable wakeUp = () -> {};
 
   /** A merge and what became of it. */
   static final class Group {
@@ -128,6 +136,27 @@ public final class RiffleScheduler {
     this.events = events;
   }
 
+  /** Sets what to run (at once, without blocking) whenever there is something for {@link #drain}. */
+  public synchronized void onWork(Runnable wakeUp) {
+    this.wakeUp = wakeUp;
+  }
+
+  /**
+   * Executor {@code executorId} can now be handed merges; {@code dirs} are its local directories, where
+   * neighbours on its host read its map outputs ({@code null} or empty: it merges alone).
+   */
+  public synchronized void register(String executorId, List<String> dirs) {
+    executors.add(executorId);
+    if (dirs != null && !dirs.isEmpty()) localDirs.put(executorId, List.copyOf(dirs));
+  }
+
+  /** Executor {@code executorId} is gone: nothing more is sent to it (its merges in flight time out). */
+  public synchronized void executorRemoved(String executorId) {
+    executors.remove(executorId);
+    toDeliver.remove(executorId);
+    toCancel.remove(executorId);
+  }
+
   /** A new shuffle dependency; {@code skipReason} non-null means Riffle leaves it alone. */
   public synchronized void registerShuffle(int shuffleId, int partitions, String skipReason) {
     shuffles.put(shuffleId, new ShuffleState(shuffleId, partitions, skipReason, defaults));
@@ -184,29 +213,47 @@ public final class RiffleScheduler {
   }
 
   /**
-   * An executor asks for work: merges to run, merges to cancel, and whether to keep polling fast.
-   * {@code dirs}, its local directories, are sent until the reply says they are known ({@code null}
-   * after that).
+   * What to tell each executor now, after timing out merges and sealing shuffles whose deadline passed:
+   * {@code merges} to run and merges to {@code cancel} (its own), and for every registered executor the
+   * shuffles {@code sealed} since the last drain (reducers waiting for them ask for the plan again) and
+   * the count of {@code revocations} when it changed (executors drop their plans). Executors with
+   * nothing to hear are left out.
    */
-  public synchronized Map<String, Object> poll(String executorId, List<String> dirs, long nowMs) {
-    if (dirs != null && !dirs.isEmpty()) localDirs.put(executorId, List.copyOf(dirs));
+  public synchronized Map<String, Map<String, Object>> drain(long nowMs) {
     expire(nowMs);
-    List<Map<String, Object>> merges = new ArrayList<>();
-    ArrayDeque<Group> queue = toDeliver.remove(executorId);
-    if (queue != null) {
+    Map<String, Map<String, Object>> out = new LinkedHashMap<>();
+    toDeliver.forEach((executorId, queue) -> {
+      List<Map<String, Object>> merges = new ArrayList<>();
       for (Group g : queue) {
         g.status = "running";
         merges.add(assignment(g, true));
       }
+      out.computeIfAbsent(executorId, k -> new LinkedHashMap<>()).put("merges", merges);
+    });
+    toDeliver.clear();
+    toCancel.forEach((executorId, ids) -> out.computeIfAbsent(executorId, k -> new LinkedHashMap<>())
+        .put("cancel", ids));
+    toCancel.clear();
+    if (!sealedSinceDrain.isEmpty() || revocations != revocationsDrained) {
+      for (String executorId : executors) {
+        Map<String, Object> m = out.computeIfAbsent(executorId, k -> new LinkedHashMap<>());
+        if (!sealedSinceDrain.isEmpty()) m.put("sealed", List.copyOf(sealedSinceDrain));
+        if (revocations != revocationsDrained) m.put("revocations", revocations);
+      }
+      sealedSinceDrain.clear();
+      revocationsDrained = revocations;
     }
-    Map<String, Object> reply = new LinkedHashMap<>();
-    reply.put("dirsKnown", localDirs.containsKey(executorId));
-    reply.put("active", shuffles.values().stream().anyMatch(s -> !s.sealed));
-    reply.put("merges", merges);
-    List<Long> cancel = toCancel.remove(executorId);
-    reply.put("cancel", cancel == null ? List.of() : cancel);
-    reply.put("revocations", revocations);
-    return reply;
+    return out;
+  }
+
+  /** When {@link #drain} next has a merge to time out or a shuffle to seal by its deadline (MAX_VALUE: never). */
+  public synchronized long nextDeadline() {
+    long next = Long.MAX_VALUE;
+    for (ShuffleState s : shuffles.values()) {
+      for (Group g : s.inFlight) next = Math.min(next, g.issuedAt + mergeTimeoutMs);
+      if (s.stageDone && !s.sealed) next = Math.min(next, s.settings.sealDeadline(s.stageSubmittedAt, s.stageDoneAt));
+    }
+    return next;
   }
 
   /**
@@ -260,11 +307,13 @@ public final class RiffleScheduler {
     g.status = "revoked";
     g.reason = reason;
     revocations++;
+    wakeUp.run();
     return true;
   }
 
   /** Queues {@code o} with the outputs it will be merged with, and issues the merges now ready. */
   private void enqueue(ShuffleState s, Output o, long nowMs) {
+    if (!executors.contains(o.executorId())) return; // it could not be handed the merge
     boolean perHost = s.settings.perHost() && o.host() != null && localDirs.containsKey(o.executorId())
         && !unreadableHosts.contains(o.host());
     String key = perHost ? "host " + o.host() : "executor " + o.executorId();
@@ -307,6 +356,7 @@ public final class RiffleScheduler {
     s.inFlight.add(g);
     s.issuedOutputs += inputs.size();
     toDeliver.computeIfAbsent(g.executorId, k -> new ArrayDeque<>()).add(g);
+    wakeUp.run();
   }
 
   /** The executor that runs a merge: of those that wrote its inputs, the one with the fewest merges in flight. */
@@ -342,7 +392,9 @@ public final class RiffleScheduler {
     s.sealed = true;
     s.sealedAt = nowMs;
     s.sealReason = reason;
+    if (s.merging()) sealedSinceDrain.add(s.shuffleId); // readers of the others never wait
     events.shuffleSealed(s);
+    wakeUp.run();
   }
 
   /** Fails merges running longer than the merge timeout, and seals shuffles whose deadline passed. */
@@ -368,7 +420,9 @@ public final class RiffleScheduler {
   private void requestCancel(Group g) {
     ArrayDeque<Group> queue = toDeliver.get(g.executorId);
     if (queue != null && queue.remove(g)) return; // never delivered: nothing to stop
+    if (!executors.contains(g.executorId)) return; // gone: nothing to stop
     toCancel.computeIfAbsent(g.executorId, k -> new ArrayList<>()).add(g.id);
+    wakeUp.run();
   }
 
   private void end(Group g, String status, String reason, long nowMs) {
