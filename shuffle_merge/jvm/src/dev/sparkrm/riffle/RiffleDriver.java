@@ -28,10 +28,12 @@ public final class RiffleDriver {
 
   private final RiffleScheduler scheduler;
   private final AssignmentPusher pusher;
+  private final ShuffleServiceCleaner cleaner;
 
-  private RiffleDriver(RiffleScheduler scheduler, AssignmentPusher pusher) {
+  private RiffleDriver(RiffleScheduler scheduler, AssignmentPusher pusher, ShuffleServiceCleaner cleaner) {
     this.scheduler = scheduler;
     this.pusher = pusher;
+    this.cleaner = cleaner;
   }
 
   /** The running application's driver side, or {@code null} (then shuffles stay vanilla). */
@@ -83,10 +85,15 @@ public final class RiffleDriver {
       if (records != null) records.read(m);
       return null;
     });
-    RiffleDriver driver = new RiffleDriver(scheduler, pusher);
+    RiffleDriver driver = new RiffleDriver(scheduler, pusher, new ShuffleServiceCleaner(sc.conf()));
     active = driver;
     LOG.info("Riffle on: {}", defaults);
     return driver;
+  }
+
+  /** Spark cleans {@code shuffleId} up: forget it, and delete merged files that outlived their executor. */
+  void unregisterShuffle(int shuffleId) {
+    cleaner.remove(shuffleId, scheduler.unregisterShuffle(shuffleId, now()));
   }
 
   public void stop() {

@@ -162,11 +162,28 @@ public final class RiffleScheduler {
     shuffles.put(shuffleId, new ShuffleState(shuffleId, partitions, skipReason, defaults));
   }
 
-  public synchronized void unregisterShuffle(int shuffleId, long nowMs) {
+  /** A merged output left on the disk of an executor that is gone (an external shuffle service serves it). */
+  public record Orphan(String executorId, String host, long syntheticMapId) {}
+
+  /**
+   * Forgets {@code shuffleId}. Live executors delete their merged files themselves; returns those of
+   * executors that are gone, which only an external shuffle service can delete.
+   */
+  public synchronized List<Orphan> unregisterShuffle(int shuffleId, long nowMs) {
     ShuffleState s = shuffles.remove(shuffleId);
-    if (s == null) return;
+    if (s == null) return List.of();
     cancelInFlight(s, "shuffle unregistered", nowMs);
+    List<Orphan> orphans = new ArrayList<>();
+    for (Group g : groups.values()) {
+      boolean onDisk = g.status.equals("committed") || g.status.equals("revoked");
+      if (g.shuffle == s && onDisk && !executors.contains(g.executorId)) {
+        String host = g.inputs.stream().filter(o -> o.executorId().equals(g.executorId)).findFirst()
+            .map(Output::host).orElse(null);
+        orphans.add(new Orphan(g.executorId, host, g.syntheticMapId()));
+      }
+    }
     groups.values().removeIf(g -> g.shuffle == s);
+    return orphans;
   }
 
   /**

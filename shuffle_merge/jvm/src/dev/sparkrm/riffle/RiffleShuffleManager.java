@@ -70,7 +70,7 @@ public class RiffleShuffleManager extends SortShuffleManager {
     RiffleExecutor agent = RiffleExecutor.get();
     if (agent != null) agent.removeShuffle(shuffleId);
     RiffleDriver driver = RiffleDriver.active();
-    if (driver != null) driver.scheduler().unregisterShuffle(shuffleId, System.currentTimeMillis());
+    if (driver != null) driver.unregisterShuffle(shuffleId);
     return super.unregisterShuffle(shuffleId);
   }
 }
