@@ -79,6 +79,12 @@ KEYS = KeyTable([
     Key("spark.riffle.read.planTimeout", "duration", "30s",
         "How much longer than the best-effort timeout a reducer waits for the driver's list of "
         "merged outputs before reading unmerged.", low=0),
+    Key("spark.riffle.read.partialMerges", "bool", "true",
+        "A reduce task that reads a range of map outputs (AQE's skew-join splits, the local shuffle "
+        "reader) uses a merge at least two and at least half of whose outputs are in its range: it "
+        "fetches the merged block whole and skips the other sub-blocks (one read instead of several, "
+        "for at most twice the bytes). `false`: such merges are passed over and their outputs in the "
+        "range read one by one.", job_setting="partial_merges"),
     Key("spark.riffle.read.verifyMaxBytes", "size", "64m",
         "Every merged sub-block is checksum-verified before any of its records are used; sub-blocks "
         "up to this size are verified in memory, larger ones through a local temporary file.", low=0),

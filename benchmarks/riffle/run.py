@@ -7,6 +7,8 @@
   dropped) by executors whose disk reads are capped at HDD-class IOPS (cgroup blkio).
 * ``whole-job``: map, merge and reduce of fresh shuffles, vanilla against Riffle, with four executors
   sharing one IOPS-capped disk and a page cache too small for the shuffle (:mod:`.whole_job`).
+* ``skew-join``: AQE's skew join splits a partition into map-index ranges; vanilla, Riffle using merges partly
+  in a task's range, and Riffle passing them over, on the IOPS-capped disk (:mod:`.skew_join`).
 * ``driver-scale``: the driver's scheduler under 500 simulated executors and 10,000 map outputs, merges
   pushed to executors against executors polling every 10 ms (:mod:`.driver_scale`).
 * ``tpch``: the TPC-H harness with modes vanilla and riffle.
@@ -29,6 +31,7 @@ from benchmarks.common import (RESULTS_DIR, add_master_option, result_path, run_
 
 from .driver_scale import POLL_COMMIT, driver_scale
 from .report import write_slow_disk_report, write_synthetic_report
+from .skew_join import skew_join
 from .slow_disk import IopsCap, device_of, drop_caches, unavailable_reason
 from .whole_job import whole_job
 from .workload import (SyntheticShuffle, capped_application, clean_shuffles, measure, partition_keys, session,
@@ -193,6 +196,7 @@ def main(argv=None) -> int:
     for name, helptext in (("synthetic", "N-way sweep on a synthetic shuffle"),
                            ("slow-disk", "cold reduce stage under an IOPS cap"),
                            ("whole-job", "map, merge and reduce under an IOPS cap and cache pressure"),
+                           ("skew-join", "AQE skew-join splits reading map ranges, partial merges on and off"),
                            ("tpch", "TPC-H, vanilla vs riffle")):
         p = sub.add_parser(name, help=helptext)
         p.add_argument("--repeat", type=int, default=3, help="rounds (default 3)")
@@ -215,7 +219,7 @@ def main(argv=None) -> int:
     sub.choices["synthetic"].add_argument("--scopes", type=_scopes, default=["host"], metavar="SCOPE,...",
                                           help="merge scopes of the complete N-way runs: host, executor or "
                                                "host,executor (default host)")
-    for name in ("slow-disk", "whole-job"):
+    for name in ("slow-disk", "whole-job", "skew-join"):
         sub.choices[name].add_argument("--fan-in", type=int, default=10, help="N of the merged shuffle (default 10)")
         sub.choices[name].add_argument("--iops", type=int, default=200, help="read IOPS cap (default 200)")
         sub.choices[name].add_argument("--io-unit-kb", type=int, default=512,
@@ -228,6 +232,14 @@ def main(argv=None) -> int:
                                           help="target merged block of the blocksize policy, KiB (default 2048)")
     sub.choices["whole-job"].add_argument("--drop-interval-ms", type=int, default=500,
                                           help="evict the shuffle's files from the page cache this often (default 500)")
+    skew = sub.choices["skew-join"]
+    skew.set_defaults(executors=4, maps=200, reducers=16)
+    skew.add_argument("--rows", type=int, default=400_000, help="fact rows (default 400000)")
+    skew.add_argument("--skew", type=float, default=0.9, help="share of rows on the skewed key (default 0.9)")
+    skew.add_argument("--advisory-kb", type=int, default=4096,
+                      help="AQE's advisory partition size, KiB: the skewed partition's split size (default 4096)")
+    skew.add_argument("--drop-interval-ms", type=int, default=500,
+                      help="evict the shuffle's files from the page cache this often (default 500)")
     scale = sub.add_parser("driver-scale", help="the driver's scheduler under many executors: pushes vs polling")
     scale.add_argument("--repeat", type=int, default=3, help="rounds (default 3)")
     scale.add_argument("--out", type=Path, default=None, help="output folder (default benchmarks/results/riffle)")
@@ -249,5 +261,5 @@ def main(argv=None) -> int:
         return 0
     if min(args.maps, args.reducers, args.block_kb, args.executors, args.repeat) < 1:
         parser.error("--maps, --reducers, --block-kb, --executors and --repeat must be >= 1")
-    {"synthetic": synthetic, "slow-disk": slow_disk, "whole-job": whole_job}[args.kind](args)
+    {"synthetic": synthetic, "slow-disk": slow_disk, "whole-job": whole_job, "skew-join": skew_join}[args.kind](args)
     return 0

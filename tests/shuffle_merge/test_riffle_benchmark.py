@@ -73,6 +73,23 @@ def test_whole_job_runs_both_modes_under_the_cap_or_says_why_not(tmp_path):
     assert "whole job over vanilla" in result.with_suffix(".md").read_text()
 
 
+def test_skew_join_splits_read_fewer_blocks_with_partial_merges_or_says_why_not(tmp_path):
+    run = _riffle_bench("skew-join", "--maps", "24", "--rows", "60000", "--reducers", "8", "--advisory-kb", "96",
+                        "--executors", "2", "--fan-in", "4", "--iops", "2000", "--drop-interval-ms", "100",
+                        "--repeat", "1", "--out", str(tmp_path))
+    assert run.returncode == 0, run.stderr[-3000:]
+    if "skew-join benchmark skipped:" in run.stderr:  # not root, or no blkio: nothing written
+        assert not any(tmp_path.iterdir())
+        return
+    [result] = tmp_path.glob("*.skew-join.json")
+    summary = json.loads(result.read_text())["summary"]
+    vanilla, partly, whole_only = (summary[m] for m in ("vanilla", "riffle", "riffle-whole-only"))
+    assert vanilla["range_tasks"] > 0 and vanilla["range_reads"] == vanilla["range_vanilla_reads"]
+    assert partly["groups_partial"] > 0 and whole_only["groups_partial"] == 0
+    assert partly["range_reads"] < whole_only["range_reads"] <= vanilla["range_reads"]
+    assert "time / vanilla" in result.with_suffix(".md").read_text()
+
+
 @pytest.mark.parametrize("args", [["synthetic", "--maps", "0"], ["slow-disk", "--block-kb", "-1"],
                                   ["synthetic", "--scopes", "rack"], ["nonsense"]])
 def test_bad_arguments_exit_with_status_2_and_say_why(tmp_path, args):

@@ -9,6 +9,7 @@ from collections import defaultdict
 import pytest
 
 import spark_plugin
+from shuffle_merge import job_settings
 
 pytestmark = pytest.mark.spark
 
@@ -59,3 +60,25 @@ def test_skew_splits_read_merges_partly_in_their_range_and_stay_exact(spark):
     for r in reads:  # every block of the task's range read exactly once, through merges or originals
         assert r["coveredBlocks"] + r["originalBlocks"] == r["expectedBlocks"]
         assert r["fallbacks"] == 0
+
+
+def ranged_reads(spark, **settings):
+    """The exact answer checked, the records of the reduce tasks that read a map range, and all reads."""
+    tm = spark_plugin.telemetry(spark)
+    mark = tm.mark()
+    with job_settings(spark, **settings):
+        assert skewed_join(spark) == exact_answer()
+    reads = tm.records(since=mark)["shuffle_read"].to_pylist()
+    ranged = [r for r in reads if r["endMapIndex"] - r["startMapIndex"] < MAPS and r["startMapIndex"] >= 0]
+    assert ranged, "AQE split no partition by map ranges"
+    return ranged, reads
+
+
+def test_a_job_can_pass_over_merges_partly_in_range_at_the_cost_of_more_reads(spark):
+    partly, _ = ranged_reads(spark)
+    whole_only, reads = ranged_reads(spark, partial_merges=False)
+    assert sum(r["groupsPartial"] for r in partly) > 0 and sum(r["groupsPartial"] for r in whole_only) == 0
+    fetched = [sum(r["mergedBlocks"] + r["originalBlocks"] for r in rs) for rs in (partly, whole_only)]
+    assert fetched[0] < fetched[1]
+    for r in reads:
+        assert r["coveredBlocks"] + r["originalBlocks"] == r["expectedBlocks"]

@@ -12,6 +12,7 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -156,6 +157,7 @@ public final class SchedulerLoad {
   private List<Thread> startPollers() throws Exception {
     Method poll = RiffleScheduler.class.getMethod("poll", String.class, List.class, long.class);
     List<Thread> threads = new ArrayList<>();
+    CountDownLatch polledOnce = new CountDownLatch(executors);
     for (int e = 0; e < executors; e++) {
       String id = Integer.toString(e);
       Thread t = new Thread(() -> {
@@ -165,6 +167,7 @@ public final class SchedulerLoad {
             List<String> sent = dirs;
             String reply = ask("poll", () -> MessageRouter.toJson(poll.invoke(scheduler, id, sent,
                 System.currentTimeMillis())));
+            if (dirs != null) polledOnce.countDown();
             dirs = null;
             onMessage(id, reply);
             Thread.sleep(pollMs);
@@ -177,7 +180,7 @@ public final class SchedulerLoad {
       t.start();
       threads.add(t);
     }
-    Thread.sleep(2 * pollMs); // every executor has polled once: its directories are known
+    polledOnce.await(); // every executor's directories are known, as pushes register them first
     return threads;
   }
 

@@ -82,11 +82,13 @@ final class FetchPlan {
 
   /**
    * Rewrites Spark's block list ({@code MapOutputTracker.getMapSizesByExecutorId}) with the valid
-   * merged outputs of {@code plan}.
+   * merged outputs of {@code plan}; with {@code partialMerges}, also those only partly in the task's
+   * map range (see {@code spark.riffle.read.partialMerges}).
    */
   static FetchPlan build(int shuffleId,
       scala.collection.Iterator<Tuple2<BlockManagerId, scala.collection.Seq<Tuple3<BlockId, Object, Object>>>> vanilla,
-      ReadPlan plan, MapStatus[] statuses, int startMapIndex, int endMapIndex, boolean batchFetch) {
+      ReadPlan plan, MapStatus[] statuses, int startMapIndex, int endMapIndex, boolean batchFetch,
+      boolean partialMerges) {
     Map<BlockManagerId, List<Block>> original = new LinkedHashMap<>();
     Map<Long, Integer> mapIndexOf = new HashMap<>();
     Set<List<Integer>> coverage = new HashSet<>();
@@ -120,7 +122,8 @@ final class FetchPlan {
         if (in.mapIndex() >= startMapIndex && in.mapIndex() < endMapIndex) inRange.add(in.mapIndex());
       }
       int n = g.inputs().size();
-      if (at == null || !(inRange.size() == n || (inRange.size() >= 2 && 2 * inRange.size() >= n))) {
+      boolean partlyUsable = partialMerges && inRange.size() >= 2 && 2 * inRange.size() >= n;
+      if (at == null || !(inRange.size() == n || partlyUsable)) {
         rejected++;
         continue;
       }

@@ -15,6 +15,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.SparkEnv;
+import org.apache.spark.TaskContext;
 import org.apache.spark.api.plugin.PluginContext;
 import org.apache.spark.rpc.RpcEndpointRef;
 import org.apache.spark.rpc.RpcEnv;
@@ -41,12 +42,14 @@ public final class RiffleExecutor {
    * as every seal is pushed to every registered executor.
    */
   private static final long PLAN_RECHECK_MS = 5000;
+  private static final String PARTIAL_MERGES = "spark.riffle.read.partialMerges";
   private static volatile RiffleExecutor instance;
 
   private final PluginContext ctx;
   private final MergerService merger;
   private final long planWaitMs;
   private final long verifyMaxBytes;
+  private final boolean partialMerges;
   private final Map<Integer, Set<Long>> mergedOutputs = new ConcurrentHashMap<>();
   /**
    * Final plans by shuffle and map-output epoch (Spark bumps the epoch when map outputs change). One
@@ -63,6 +66,7 @@ public final class RiffleExecutor {
     this.ctx = ctx;
     this.planWaitMs = conf.getLong("spark.riffle.bestEffort.timeout") + conf.getLong("spark.riffle.read.planTimeout");
     this.verifyMaxBytes = conf.getLong("spark.riffle.read.verifyMaxBytes");
+    this.partialMerges = conf.getBoolean(PARTIAL_MERGES);
     this.merger = new MergerService((int) conf.getLong("spark.riffle.merger.threads"),
         conf.getLong("spark.riffle.merger.memoryBudget"), (int) conf.getLong("spark.riffle.merger.readBufferBytes"),
         (int) conf.getLong("spark.riffle.merger.writeBufferBytes"), RiffleExecutor::resolver,
@@ -107,6 +111,17 @@ public final class RiffleExecutor {
 
   long verifyMaxBytes() {
     return verifyMaxBytes;
+  }
+
+  /**
+   * Whether a task of {@code context}'s job may use merges partly in its map range: the job's own
+   * setting ({@code shuffle_merge.job_settings(partial_merges=...)}, or the SQL session's value, which
+   * Spark SQL copies into every query's local properties), else the application's.
+   */
+  boolean partialMerges(TaskContext context) {
+    String value = context.getLocalProperty(SparkrmConf.jobPrefix() + PARTIAL_MERGES.substring("spark.".length()));
+    if (value == null) value = context.getLocalProperty(PARTIAL_MERGES);
+    return value == null ? partialMerges : Boolean.parseBoolean(value.trim());
   }
 
   String executorId() {

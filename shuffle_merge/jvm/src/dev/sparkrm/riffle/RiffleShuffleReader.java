@@ -61,7 +61,8 @@ final class RiffleShuffleReader<K, C> implements ShuffleReader<K, C> {
     long planWaitMs = System.currentTimeMillis() - waitStart;
     boolean batchFetch = SparkCompat.batchFetch(dep, startPartition, endPartition, context);
     FetchPlan plan = FetchPlan.build(shuffleId, vanilla, readPlan.riffle() ? readPlan : ReadPlan.UNMERGED,
-        SparkCompat.mapStatuses(tracker, shuffleId), startMapIndex, endMapIndex, batchFetch);
+        SparkCompat.mapStatuses(tracker, shuffleId), startMapIndex, endMapIndex, batchFetch,
+        agent.partialMerges(context));
     ShuffleRecordIterator[] self = new ShuffleRecordIterator[1];
     ShuffleRecordIterator records = new ShuffleRecordIterator(shuffleId, plan, context, metrics,
         dep.serializer().newInstance(), env.serializerManager(), batchFetch, agent.verifyMaxBytes(),

@@ -1,0 +1,141 @@
+"""The skew-join benchmark: reduce tasks that read a range of map outputs, with and without partial merges.
+
+A fact table of ``--maps`` partitions whose ``--skew`` share of rows has one key is joined with a small table
+(no broadcast); AQE's skew join splits that key's partition into map-index ranges, each read by a task of its
+own. Three modes take turns in one application, every round writing its shuffle anew on the disk benchmarks'
+IOPS-capped disk under cache pressure (see :mod:`.whole_job`): vanilla; Riffle using a merge partly in a
+task's range (fetched whole, the other sub-blocks skipped; the default); and Riffle passing such merges over
+(``partial_merges=False``), as it did before. Reported: the job's time, and for the range tasks the blocks
+they fetched, against the reads vanilla Spark issues for the same ranges.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from benchmarks.common import (geomean_interval, markdown_table, report_header, result_path, run_metadata,
+                               write_json, write_markdown)
+
+from .slow_disk import CachePressure, IopsCap, device_of, drop_caches, unavailable_reason
+from .workload import capped_application, clean_shuffles
+
+MODES = {"vanilla": {"enabled": False},
+         "riffle": {"partial_merges": True},
+         "riffle-whole-only": {"partial_merges": False}}
+PAD_BYTES = 100
+KEYS = 97
+
+
+def aqe_skew_join(spark, reducers: int, advisory_kb: int) -> None:
+    """AQE on, splitting a partition over twice the median and over ``advisory_kb`` into map ranges."""
+    for key, value in {"spark.sql.adaptive.enabled": "true", "spark.sql.adaptive.skewJoin.enabled": "true",
+                       "spark.sql.adaptive.skewJoin.skewedPartitionFactor": "2",
+                       "spark.sql.adaptive.skewJoin.skewedPartitionThresholdInBytes": f"{advisory_kb}k",
+                       "spark.sql.adaptive.advisoryPartitionSizeInBytes": f"{advisory_kb}k",
+                       "spark.sql.adaptive.coalescePartitions.enabled": "false",
+                       "spark.sql.autoBroadcastJoinThreshold": "-1",
+                       "spark.sql.shuffle.partitions": str(reducers)}.items():
+        spark.conf.set(key, value)
+
+
+def skewed_join(spark, maps: int, rows: int, skew: float) -> list:
+    """Rows per key name after the join; ``skew`` of the facts have key 0."""
+    facts = spark.range(0, rows, 1, maps).selectExpr(
+        f"CASE WHEN rand(7) < {skew} THEN 0 ELSE id % {KEYS} END AS k", "id", f"repeat('x', {PAD_BYTES}) AS pad")
+    names = spark.range(0, KEYS, 1, 4).selectExpr("id AS k", "concat('key-', id) AS name")
+    return sorted(facts.join(names, "k").groupBy("name").count().collect())
+
+
+def range_reads(records: dict, maps: int) -> dict:
+    """What the reduce tasks reading a map range (not all maps) fetched, and what vanilla Spark would read."""
+    ranged = [r for r in records["shuffle_read"].to_pylist()
+              if r["startMapIndex"] >= 0 and r["endMapIndex"] - r["startMapIndex"] < maps]
+    return {"range_tasks": len(ranged),
+            "range_reads": sum(r["mergedBlocks"] + r["originalBlocks"] for r in ranged),
+            "range_vanilla_reads": sum(r["vanillaReads"] for r in ranged),
+            "groups_partial": sum(r["groupsPartial"] for r in ranged)}
+
+
+def skew_join(args) -> Path | None:
+    from shuffle_merge import job_settings
+
+    reason = unavailable_reason(args.local_dir)
+    if reason:
+        print(f"skew-join benchmark skipped: {reason}", file=sys.stderr)
+        return None
+    device = device_of(args.local_dir)
+    order = list(MODES)
+    runs, answer = [], None
+    with capped_application(args) as app:
+        aqe_skew_join(app.spark, args.reducers, args.advisory_kb)
+        riffle = {"fan_in": args.fan_in, "best_effort": 1.0, "max_wait_ratio": 100}
+        with job_settings(app.spark, **riffle):
+            answer = skewed_join(app.spark, args.maps, args.rows, args.skew)  # warm-up (JIT, plans), not timed
+        for r in range(args.repeat):
+            for mode in order[r % len(order):] + order[:r % len(order)]:
+                drop_caches()
+                mark = app.tm.mark()
+                settings = MODES[mode] if mode == "vanilla" else {**riffle, **MODES[mode]}
+                with job_settings(app.spark, **settings), IopsCap(args.iops, device, args.io_unit_kb) as cap, \
+                        CachePressure(app.local_dir, args.drop_interval_ms / 1000):
+                    cap.add(app.pids)
+                    start = time.perf_counter()
+                    result = skewed_join(app.spark, args.maps, args.rows, args.skew)
+                    wall = time.perf_counter() - start
+                if result != answer:
+                    raise RuntimeError(f"{mode} changed the join's answer")
+                records = app.tm.records(since=mark)
+                runs.append({"mode": mode, "round": r, "wall_s": wall, "disk_reads": cap.reads_,
+                             **range_reads(records, args.maps)})
+                clean_shuffles(app.spark, records)
+                print(f"[round {r + 1}/{args.repeat}] {mode}: {wall:.1f} s, range tasks fetched "
+                      f"{runs[-1]['range_reads']} blocks ({runs[-1]['range_vanilla_reads']} vanilla), "
+                      f"{cap.reads_} disk reads", file=sys.stderr)
+    meta = run_metadata({"maps": args.maps, "rows": args.rows, "skew": args.skew, "reducers": args.reducers,
+                         "advisory_kb": args.advisory_kb, "executors": args.executors, "fan_in": args.fan_in,
+                         "iops": args.iops, "io_unit_kb": args.io_unit_kb, "drop_interval_ms": args.drop_interval_ms,
+                         "device": device, "repeat": args.repeat, "modes": order})
+    path = write_json(result_path("riffle", "skew-join.json", meta, args.out),
+                      {"meta": meta, "runs": runs, "summary": summarize(runs, order)})
+    print(write_report(path))
+    return path
+
+
+def summarize(runs: list[dict], order: list[str]) -> dict:
+    """Medians per mode and each Riffle mode's time over vanilla's (geometric mean of per-round ratios)."""
+    keys = ("wall_s", "disk_reads", "range_tasks", "range_reads", "range_vanilla_reads", "groups_partial")
+    summary = {m: {k: statistics.median(x[k] for x in runs if x["mode"] == m) for k in keys} for m in order}
+    by_round = {(x["round"], x["mode"]): x for x in runs}
+    rounds = sorted({x["round"] for x in runs})
+    summary["ratios"] = {m: geomean_interval([by_round[r, m]["wall_s"] / by_round[r, "vanilla"]["wall_s"]
+                                              for r in rounds]) for m in order[1:]}
+    return summary
+
+
+def write_report(json_path: Path) -> Path:
+    import json
+
+    data = json.loads(Path(json_path).read_text())
+    conf, s = data["meta"]["conf"], data["summary"]
+    rows = []
+    for m in conf["modes"]:
+        ratio = s["ratios"].get(m)
+        span = "" if ratio is None or ratio["low"] is None else f" ({ratio['low']:.2f}-{ratio['high']:.2f})"
+        rows.append([m, s[m]["wall_s"], "1" if ratio is None else f"{ratio['geomean']:.2f}{span}",
+                     int(s[m]["range_tasks"]), int(s[m]["range_reads"]), int(s[m]["range_vanilla_reads"]),
+                     int(s[m]["groups_partial"]), int(s[m]["disk_reads"])])
+    md = report_header(data["meta"], "Riffle: AQE skew join, merges partly in a task's map range") + [
+        f"{conf['rows']} rows in {conf['maps']} map partitions, {100 * conf['skew']:.0f}% of them on one key, "
+        f"joined with {KEYS} keys into {conf['reducers']} partitions; AQE splits the skewed one into ranges of "
+        f"about {conf['advisory_kb']} KiB. {conf['executors']} executors share one host, Riffle N = "
+        f"{conf['fan_in']} per host; reads capped at {conf['iops']} IOPS ({conf['io_unit_kb']} KiB units), the "
+        f"shuffle's files evicted every {conf['drop_interval_ms']} ms. Modes rotate, {conf['repeat']} rounds "
+        "after a warm-up; medians, time ratios as geometric means of per-round ratios (95% interval).",
+        "",
+        markdown_table(["mode", "job s", "time / vanilla", "range tasks", "blocks they fetched",
+                        "vanilla's reads for them", "merges used partly", "disk read requests"], rows),
+        ""]
+    return write_markdown(json_path, md)
