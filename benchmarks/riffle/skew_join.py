@@ -42,10 +42,12 @@ def aqe_skew_join(spark, reducers: int, advisory_kb: int) -> None:
 
 
 def skewed_join(spark, maps: int, rows: int, skew: float) -> list:
-    """Rows and padding bytes per key name after the join; ``skew`` of the facts have key 0 (the padding is
-    summed so that it is shuffled: an unused column would be pruned before the join)."""
+    """Rows and the largest padding per key name after the join; ``skew`` of the facts have key 0. The padding
+    varies by row and is aggregated after the join, so it is shuffled: an unused or constant column would be
+    pruned or folded away before the join."""
     facts = spark.range(0, rows, 1, maps).selectExpr(
-        f"CASE WHEN rand(7) < {skew} THEN 0 ELSE id % {KEYS} END AS k", f"repeat('x', {PAD_BYTES}) AS pad")
+        f"CASE WHEN rand(7) < {skew} THEN 0 ELSE id % {KEYS} END AS k",
+        f"repeat(char(65 + id % 26), {PAD_BYTES}) AS pad")
     names = spark.range(0, KEYS, 1, 4).selectExpr("id AS k", "concat('key-', id) AS name")
     joined = facts.join(names, "k").groupBy("name").agg({"*": "count", "pad": "max"})
     return sorted(joined.selectExpr("name", "`count(1)`", "length(`max(pad)`)").collect())

@@ -74,7 +74,7 @@ def test_whole_job_runs_both_modes_under_the_cap_or_says_why_not(tmp_path):
 
 
 def test_skew_join_splits_read_fewer_blocks_with_partial_merges_or_says_why_not(tmp_path):
-    run = _riffle_bench("skew-join", "--maps", "24", "--rows", "60000", "--reducers", "8", "--advisory-kb", "96",
+    run = _riffle_bench("skew-join", "--maps", "24", "--rows", "60000", "--reducers", "8", "--advisory-kb", "1200",
                         "--executors", "2", "--fan-in", "4", "--iops", "2000", "--drop-interval-ms", "100",
                         "--repeat", "1", "--out", str(tmp_path))
     assert run.returncode == 0, run.stderr[-3000:]
