@@ -1,0 +1,118 @@
+"""``python -m benchmarks.advisor``: how well the scaling advisor predicts TPC-H queries at held-out executor counts.
+
+The TPC-H harness runs every query once (mode vanilla, no warm-up) on an embedded local-cluster of each
+``--executors`` count in turn (one core each), recording telemetry; each query is then a job (its job group) with
+one run per count. For every query and model (USBA, IPSO) each count is predicted from the other counts
+(leave-one-out), and the largest count from the smaller ones (extrapolation); reported are the median errors
+per query and over queries, beside the thesis's (USBA: 6-12% on Bayes, RF and SVM, 19% on NWeight, predicting
+from runs at N_p <= 64). This machine has 2 cores: past two executors the queries cannot run faster, so the
+models must also find where scaling stops.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+from benchmarks.common import markdown_table, report_header, result_path, run_metadata, write_json, write_markdown
+from spark_plugin.advisor import Run, holdout_errors, load_run, recommend
+from spark_plugin.advisor.recommend import predictor
+
+MODELS = ("usba", "ipso")
+THESIS = "USBA (thesis Table 3.1 workloads): 6-12% mean prediction error (Bayes, RF, SVM), 19% (NWeight)"
+
+
+def collect(args, telemetry: Path) -> dict[int, Path]:
+    """Run the TPC-H queries at each executor count; the telemetry file of each count's application."""
+    from benchmarks.tpch import cli
+
+    files = {}
+    for m in args.executors:
+        folder = telemetry / f"executors-{m}"
+        code = cli.main(["--sf", str(args.sf), "--queries", args.queries, "--modes", "vanilla", "--warmups", "0",
+                         "--executors", str(m), "--no-validate", "--no-progress", "--out", str(telemetry / f"out-{m}"),
+                         "--conf", f"spark.sparkrm.telemetry.dir={folder}"])
+        if code != 0:
+            raise SystemExit(f"the TPC-H harness failed at {m} executors (exit {code})")
+        [files[m]] = sorted(folder.glob("*.telemetry.jsonl"))
+    return files
+
+
+def analyze(runs_by_query: dict[str, list[Run]]) -> dict:
+    """Per query: leave-one-out and extrapolation errors of each model, and the advisor's recommendation."""
+    out = {}
+    for query, runs in runs_by_query.items():
+        runs = sorted(runs, key=lambda r: r.slots)
+        largest = runs[-1]
+        advice = recommend(runs)
+        out[query] = {
+            "runs": [{"slots": r.slots, "tasks": r.tasks, "wall_s": r.wall_s} for r in runs],
+            "holdout_error": {m: statistics.median(holdout_errors(runs, m)) for m in MODELS},
+            "extrapolation_error": {m: abs(predictor(m, runs[:-1])(largest.slots) - largest.wall_s) / largest.wall_s
+                                    for m in MODELS},
+            "recommended_slots": advice.slots, "model": advice.model, "scaling_type": advice.scaling_type,
+            "fastest_measured": min(runs, key=lambda r: r.wall_s).slots}
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.advisor", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sf", type=float, default=1.0, help="TPC-H scale factor (default 1)")
+    parser.add_argument("--queries", default="1-22", help="TPC-H queries (default 1-22)")
+    parser.add_argument("--executors", type=lambda s: [int(x) for x in s.split(",")], default=[1, 2, 3, 4],
+                        help="executor counts, one core each (default 1,2,3,4)")
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default benchmarks/results/advisor)")
+    args = parser.parse_args(argv)
+    if len(args.executors) < 3 or min(args.executors) < 1:
+        parser.error("--executors needs three or more counts >= 1 (each is predicted from the others)")
+    with tempfile.TemporaryDirectory(prefix="advisor-bench-") as tmp:
+        files = collect(args, Path(tmp))
+        groups = sorted({q for q in _groups(files)}, key=lambda g: int(g[1:]))
+        runs = {q: [load_run(files[m], q) for m in args.executors] for q in groups}
+    queries = analyze(runs)
+    summary = {f"{kind}_{m}": statistics.median(q[f"{kind}_error"][m] for q in queries.values())
+               for kind in ("holdout", "extrapolation") for m in MODELS}
+    meta = run_metadata({"sf": args.sf, "queries": args.queries, "executors": args.executors})
+    path = write_json(result_path("advisor", "tpch.json", meta, args.out),
+                      {"meta": meta, "queries": queries, "summary": summary})
+    print(write_report(path))
+    return 0
+
+
+def _groups(files: dict[int, Path]) -> set[str]:
+    from spark_plugin.telemetry_reader import read_telemetry
+
+    first = next(iter(files.values()))
+    return {g for g in read_telemetry(first)["job"].column("jobGroup").to_pylist() if g}
+
+
+def write_report(json_path: Path) -> Path:
+    import json
+
+    data = json.loads(Path(json_path).read_text())
+    conf, s = data["meta"]["conf"], data["summary"]
+    rows = [[q, " / ".join(f"{r['wall_s']:.1f}" for r in d["runs"]),
+             f"{100 * d['holdout_error']['usba']:.1f}%", f"{100 * d['holdout_error']['ipso']:.1f}%",
+             f"{100 * d['extrapolation_error']['usba']:.1f}%", f"{100 * d['extrapolation_error']['ipso']:.1f}%",
+             d["scaling_type"], d["recommended_slots"], d["fastest_measured"]] for q, d in data["queries"].items()]
+    counts = ", ".join(map(str, conf["executors"]))
+    md = report_header(data["meta"], "Scaling advisor: TPC-H queries at held-out executor counts") + [
+        f"TPC-H SF {conf['sf']:g}, each query run once at {counts} executors (one core each, embedded "
+        "local-cluster on this 2-core machine), mode vanilla, no warm-up.",
+        "",
+        f"Median over queries: leave-one-out error USBA **{100 * s['holdout_usba']:.1f}%**, IPSO "
+        f"**{100 * s['holdout_ipso']:.1f}%**; predicting the largest count from the others: USBA "
+        f"{100 * s['extrapolation_usba']:.1f}%, IPSO {100 * s['extrapolation_ipso']:.1f}%. Thesis: {THESIS}.",
+        "",
+        markdown_table(["query", f"wall s at {counts}", "held-out USBA", "held-out IPSO", "extrapolated USBA",
+                        "extrapolated IPSO", "IPSO type", "recommended slots", "fastest measured"], rows),
+        ""]
+    return write_markdown(json_path, md)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""``python -m spark_plugin.advisor RUN_FILE...``: how many executors a job should get, from runs at a few counts."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from spark_plugin.errors import SparkrmError
+
+from .recommend import TARGETS, recommend
+from .runs import load_runs
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m spark_plugin.advisor", description=__doc__.split(":", 1)[1].strip(),
+        epilog="Run the job at two or more executor counts (three or more to check the fit on held-out runs), "
+               "with spark.sparkrm.telemetry.dir or spark.eventLog.dir set, and pass the files.")
+    parser.add_argument("files", nargs="+", type=Path, help="telemetry files (*.telemetry.jsonl) or Spark event logs")
+    parser.add_argument("--job", default=None, help="the job group to model (default: whole applications)")
+    parser.add_argument("--target", choices=TARGETS, default="fastest",
+                        help="fastest, or cheapest: fewest slot-seconds within --within of the fastest")
+    parser.add_argument("--within", type=float, default=10.0, help="percent slower allowed for cheapest (default 10)")
+    parser.add_argument("--cores-per-executor", type=int, default=1, help="to turn slots into executors (default 1)")
+    parser.add_argument("--plot", type=Path, default=None, help="write measured and fitted speedups to this PNG")
+    args = parser.parse_args(argv)
+    try:
+        runs = sorted(load_runs(args.files, args.job), key=lambda r: r.slots)
+        advice = recommend(runs, target=args.target, within=args.within / 100,
+                           cores_per_executor=args.cores_per_executor)
+    except (SparkrmError, ValueError) as e:
+        print(f"advisor: {e}", file=sys.stderr)
+        return 2
+    print(report(runs, advice, args.job))
+    if args.plot:
+        plot(runs, advice, args.plot, args.job)
+        print(f"plot: {args.plot}")
+    return 0
+
+
+def report(runs, advice, job) -> str:
+    lines = [f"{'job ' + repr(job) if job else 'application'}: {len(runs)} runs",
+             "  slots  tasks  wall s"]
+    lines += [f"  {r.slots:5d}  {r.tasks:5d}  {r.wall_s:6.1f}" for r in runs]
+    errors = ", ".join(f"{name} {100 * e:.1f}%" if e is not None else f"{name} n/a (fewer than 3 runs)"
+                       for name, e in advice.holdout_error.items())
+    lines += [f"held-out error (median, each run predicted from the others): {errors}; using {advice.model}",
+              f"scaling type {advice.scaling_type}: {advice.why}",
+              f"recommended ({advice.target}): {advice.slots} task slots, predicted {advice.predicted_s:.1f} s: "
+              f"--conf spark.executor.instances={advice.executors} (or spark.dynamicAllocation.maxExecutors)"]
+    return "\n".join(lines)
+
+
+def plot(runs, advice, png: Path, job) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        raise SystemExit(f"advisor: --plot needs matplotlib (pip install 'sparkrm[bench]'): {e}")
+    base = runs[0]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot([r.slots for r in runs], [base.wall_s / r.wall_s for r in runs], "o", label="measured")
+    for name, curve in advice.curve.items():
+        ref = curve[base.slots]
+        ax.plot(list(curve), [ref / t for t in curve.values()], "-" if name == advice.model else ":",
+                label=f"{name.upper()} fit")
+    ax.axvline(advice.slots, color="grey", lw=0.8, ls="--", label=f"recommended ({advice.target})")
+    ax.set_xlabel("task slots")
+    ax.set_ylabel(f"speedup over {base.slots} slot{'s' if base.slots > 1 else ''}")
+    ax.set_title(f"{job or 'application'}: scaling type {advice.scaling_type}")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(png, dpi=120)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""The advisor's models and recommendation on runs whose true scaling is known, and its run files."""
+
+import json
+import math
+
+import pytest
+
+from spark_plugin.advisor import Ipso, Run, Usba, holdout_errors, load_run, recommend
+from spark_plugin.errors import SparkrmError
+
+
+def runs_of(time_of, slots=(1, 2, 3, 4), tasks=200):
+    return [Run(m, tasks, time_of(m)) for m in slots]
+
+
+def test_ipso_recovers_serial_parallel_and_overhead_parts_and_the_peak():
+    model = Ipso.fit(runs_of(lambda n: 5 + 80 / n + 2 * n, slots=(1, 2, 4, 8)))
+    assert (model.serial, model.parallel, model.overhead) == pytest.approx((5, 80, 2), abs=1e-6)
+    assert model.peak_slots() == pytest.approx(math.sqrt(40))
+    assert model.scaling_type()[0] == "IV"
+
+
+@pytest.mark.parametrize("time_of, kind", [(lambda n: 100 / n, "I"), (lambda n: 30 + 70 / n, "III"),
+                                           (lambda n: 10 + 90 / n + 4 * n, "IV")])
+def test_ipso_names_the_scaling_type(time_of, kind):
+    assert Ipso.fit(runs_of(time_of)).scaling_type()[0] == kind
+
+
+def test_usba_fits_its_own_form_exactly_and_finds_the_minimum_at_b_over_c():
+    b, c = 60.0, 5.0
+    model = Usba.fit(runs_of(lambda m: 20 + b * math.log(200 / m) + c * m))
+    assert model.names == ("1", "ln(N/m)", "m")
+    assert model.predict(7, 200) == pytest.approx(20 + b * math.log(200 / 7) + c * 7)
+    assert model.best_slots() == pytest.approx(b / c)
+
+
+def test_usba_takes_the_task_count_into_account_when_it_varies():
+    runs = [Run(m, n, 10 + 30 * math.log(n / m) + 2 * m + 0.05 * n) for m, n in
+            [(1, 100), (2, 100), (4, 200), (8, 400), (2, 400)]]
+    model = Usba.fit(runs)
+    assert model.names == ("1", "ln(N/m)", "m", "N")
+    assert model.predict(6, 300) == pytest.approx(10 + 30 * math.log(50) + 12 + 15)
+
+
+def test_held_out_runs_are_predicted_from_the_others():
+    runs = runs_of(lambda n: 5 + 80 / n + 2 * n, slots=(1, 2, 3, 4, 6))
+    assert max(holdout_errors(runs, "ipso")) < 1e-6
+
+
+def test_fastest_and_cheapest_within_a_margin():
+    runs = runs_of(lambda n: 5 + 80 / n + 2 * n, slots=(1, 2, 4, 8))
+    fastest = recommend(runs)
+    assert fastest.slots == 6 and fastest.model in ("usba", "ipso") and fastest.scaling_type == "IV"
+    cheapest = recommend(runs, target="cheapest", within=0.10, cores_per_executor=2)
+    assert cheapest.slots < fastest.slots and cheapest.executors == math.ceil(cheapest.slots / 2)
+    assert cheapest.predicted_s <= 1.10 * fastest.predicted_s
+
+
+def test_too_few_slot_counts_or_a_bad_target_are_refused_saying_why():
+    with pytest.raises(ValueError, match="two or more slot counts"):
+        recommend([Run(2, 10, 5.0), Run(2, 10, 5.5)])
+    with pytest.raises(ValueError, match="target 'cheap'"):
+        recommend(runs_of(lambda n: 10 / n), target="cheap")
+
+
+def event_log(path, slots, group="q1"):
+    events = [{"Event": "SparkListenerApplicationStart", "Timestamp": 0}]
+    events += [{"Event": "SparkListenerExecutorAdded", "Executor ID": str(i), "Executor Info": {"Total Cores": 1}}
+               for i in range(slots)]
+    events += [{"Event": "SparkListenerJobStart", "Job ID": 0, "Submission Time": 1000, "Stage IDs": [0, 1],
+                "Properties": {"spark.jobGroup.id": group}},
+               {"Event": "SparkListenerStageCompleted", "Stage Info": {"Stage ID": 0, "Number of Tasks": 8}},
+               {"Event": "SparkListenerStageCompleted", "Stage Info": {"Stage ID": 1, "Number of Tasks": 4}},
+               {"Event": "SparkListenerJobEnd", "Job ID": 0, "Completion Time": 1000 + 10_000 // slots}]
+    path.write_text("\n".join(json.dumps(e) for e in events) + "\n")
+    return path
+
+
+def test_spark_event_logs_are_read_as_runs(tmp_path):
+    run = load_run(event_log(tmp_path / "app-1", 4), job="q1")
+    assert (run.slots, run.tasks, run.wall_s) == (4, 12, 2.5)
+
+
+def test_a_missing_job_group_or_a_foreign_file_is_named(tmp_path):
+    with pytest.raises(SparkrmError, match="no job of group 'q9'; its groups: q1"):
+        load_run(event_log(tmp_path / "app-1", 2), job="q9")
+    (tmp_path / "notes.txt").write_text("hello\n")
+    with pytest.raises(SparkrmError, match="notes.txt is neither a sparkrm telemetry file nor a Spark event log"):
+        load_run(tmp_path / "notes.txt")
+
+
+def test_the_command_prints_the_runs_the_fit_and_the_recommendation_and_plots(tmp_path, capsys):
+    from spark_plugin.advisor.__main__ import main
+
+    files = [str(event_log(tmp_path / f"app-{m}", m)) for m in (1, 2, 3, 4)]
+    assert main([*files, "--job", "q1", "--plot", str(tmp_path / "speedup.png")]) == 0
+    out = capsys.readouterr().out
+    assert "job 'q1': 4 runs" in out and "held-out error" in out and "scaling type I" in out
+    assert "--conf spark.executor.instances=" in out
+    assert (tmp_path / "speedup.png").stat().st_size > 0
+
+
+def test_the_command_says_in_one_line_why_it_cannot_advise(tmp_path, capsys):
+    from spark_plugin.advisor.__main__ import main
+
+    assert main([str(event_log(tmp_path / "app-1", 2))]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("advisor: the advisor needs runs at two or more slot counts") and "\n" not in err
