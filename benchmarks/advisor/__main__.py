@@ -1,8 +1,9 @@
 """``python -m benchmarks.advisor``: how well the scaling advisor predicts TPC-H queries at held-out executor counts.
 
-The TPC-H harness runs every query once (mode vanilla, no warm-up) on an embedded local-cluster of each
-``--executors`` count in turn (one core each), recording telemetry; each query is then a job (its job group) with
-one run per count. For every query and model (USBA, IPSO) each count is predicted from the other counts
+The TPC-H harness runs every query ``--repeat`` times after a warm-up run (mode vanilla) on an embedded
+local-cluster of each ``--executors`` count in turn (one core each), recording telemetry; each query is then a
+job (job group ``q<N>``) with one run per count, its time the ``--repeat`` timed executions together. For every
+query and model (USBA, IPSO) each count is predicted from the other counts
 (leave-one-out), and the largest count from the smaller ones (extrapolation); reported are the median errors
 per query and over queries, beside the thesis's (USBA: 6-12% on Bayes, RF and SVM, 19% on NWeight, predicting
 from runs at N_p <= 64). This machine has 2 cores: past two executors the queries cannot run faster, so the
@@ -32,7 +33,8 @@ def collect(args, telemetry: Path) -> dict[int, Path]:
     files = {}
     for m in args.executors:
         folder = telemetry / f"executors-{m}"
-        code = cli.main(["--sf", str(args.sf), "--queries", args.queries, "--modes", "vanilla", "--warmups", "0",
+        code = cli.main(["--sf", str(args.sf), "--queries", args.queries, "--modes", "vanilla", "--warmups", "1",
+                         "--repeat", str(args.repeat),
                          "--executors", str(m), "--no-validate", "--no-progress", "--out", str(telemetry / f"out-{m}"),
                          "--conf", f"spark.sparkrm.telemetry.dir={folder}"])
         if code != 0:
@@ -65,6 +67,7 @@ def main(argv=None) -> int:
     parser.add_argument("--queries", default="1-22", help="TPC-H queries (default 1-22)")
     parser.add_argument("--executors", type=lambda s: [int(x) for x in s.split(",")], default=[1, 2, 3, 4],
                         help="executor counts, one core each (default 1,2,3,4)")
+    parser.add_argument("--repeat", type=int, default=3, help="timed executions per query and count (default 3)")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default benchmarks/results/advisor)")
     args = parser.parse_args(argv)
     if len(args.executors) < 3 or min(args.executors) < 1:
@@ -76,7 +79,8 @@ def main(argv=None) -> int:
     queries = analyze(runs)
     summary = {f"{kind}_{m}": statistics.median(q[f"{kind}_error"][m] for q in queries.values())
                for kind in ("holdout", "extrapolation") for m in MODELS}
-    meta = run_metadata({"sf": args.sf, "queries": args.queries, "executors": args.executors})
+    meta = run_metadata({"sf": args.sf, "queries": args.queries, "executors": args.executors,
+                         "repeat": args.repeat})
     path = write_json(result_path("advisor", "tpch.json", meta, args.out),
                       {"meta": meta, "queries": queries, "summary": summary})
     print(write_report(path))
@@ -87,7 +91,7 @@ def _groups(files: dict[int, Path]) -> set[str]:
     from spark_plugin.telemetry_reader import read_telemetry
 
     first = next(iter(files.values()))
-    return {g for g in read_telemetry(first)["job"].column("jobGroup").to_pylist() if g}
+    return {g for g in read_telemetry(first)["job"].column("jobGroup").to_pylist() if g and g[1:].isdigit()}
 
 
 def write_report(json_path: Path) -> Path:
@@ -101,8 +105,9 @@ def write_report(json_path: Path) -> Path:
              d["scaling_type"], d["recommended_slots"], d["fastest_measured"]] for q, d in data["queries"].items()]
     counts = ", ".join(map(str, conf["executors"]))
     md = report_header(data["meta"], "Scaling advisor: TPC-H queries at held-out executor counts") + [
-        f"TPC-H SF {conf['sf']:g}, each query run once at {counts} executors (one core each, embedded "
-        "local-cluster on this 2-core machine), mode vanilla, no warm-up.",
+        f"TPC-H SF {conf['sf']:g}, each query run {conf['repeat']} times (timed together) at {counts} executors "
+        "(one core each, embedded local-cluster on this 2-core machine), mode vanilla, after one warm-up run "
+        "(job groups `q<N>-warmup`, left out).",
         "",
         f"Median over queries: leave-one-out error USBA **{100 * s['holdout_usba']:.1f}%**, IPSO "
         f"**{100 * s['holdout_ipso']:.1f}%**; predicting the largest count from the others: USBA "

@@ -165,7 +165,8 @@ def _run_query(q: int, position: int, cfg: RunConfig, workers: dict, oracle, pro
             first, warmup = rep == -cfg.warmups, rep < 0
             if progress:
                 progress(q, mode, "warm-up" if warmup else f"run {rep + 1}/{cfg.repeat}")
-            answer = workers[mode].ask({"query": q, "sql": sql, "collect": first and oracle is not None})
+            answer = workers[mode].ask({"query": q, "sql": sql, "collect": first and oracle is not None,
+                                        "warmup": warmup})
             record = per_mode[mode]
             if first and oracle is not None:
                 _validate(q, mode, sql, answer, oracle)

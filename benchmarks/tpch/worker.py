@@ -107,9 +107,11 @@ def serve(spark, mode: str, inp, out, progressive=None) -> None:
 
 
 def run_query(spark, tm, request: dict, progressive=None) -> dict:
-    """Run one query, time it, and gather its telemetry."""
+    """Run one query, time it, and gather its telemetry. Its jobs are in job group ``q<N>``, or ``q<N>-warmup``
+    for a warm-up run (so that telemetry tells the timed runs apart, as the scaling advisor needs)."""
     query = request["query"]
-    spark.sparkContext.setJobGroup(f"q{query}", f"TPC-H Q{query}")
+    warmup = "-warmup" if request.get("warmup") else ""
+    spark.sparkContext.setJobGroup(f"q{query}{warmup}", f"TPC-H Q{query}{' (warm-up)' if warmup else ''}")
     t0 = time.perf_counter()
     mark = tm.mark() if tm else 0
     t1 = time.perf_counter()

@@ -91,9 +91,11 @@ class Ipso:
         one = self.predict(1)
         serial, overhead = self.serial / one > tolerance, self.overhead / one > tolerance
         if overhead:
-            return "IV", (f"the speedup peaks near {self.peak_slots():.1f} slots and then falls: a scale-out "
-                          f"overhead of {self.overhead:.2f} s per slot grows with the slots (scheduling, "
-                          "broadcast, shuffle fan-in)")
+            peak = self.peak_slots()
+            where = (f"peaks near {peak:.1f} slots and then falls" if peak and peak >= 1
+                     else "falls from the first slot added")
+            return "IV", (f"the speedup {where}: a scale-out overhead of {self.overhead:.2f} s per slot grows "
+                          "with the slots (scheduling, broadcast, shuffle fan-in)")
         if serial:
             return "III", (f"the speedup is bounded by {1 / (1 - self.eta):.1f}x: {100 * (1 - self.eta):.0f}% of a "
                            "one-slot run is serial (driver work, single-task stages)")

@@ -26,6 +26,11 @@ def test_ipso_names_the_scaling_type(time_of, kind):
     assert Ipso.fit(runs_of(time_of)).scaling_type()[0] == kind
 
 
+def test_a_job_slower_with_every_slot_is_type_iv_from_the_first_slot():
+    kind, why = Ipso.fit(runs_of(lambda n: 10 + n)).scaling_type()
+    assert kind == "IV" and "falls from the first slot added" in why
+
+
 def test_usba_fits_its_own_form_exactly_and_finds_the_minimum_at_b_over_c():
     b, c = 60.0, 5.0
     model = Usba.fit(runs_of(lambda m: 20 + b * math.log(200 / m) + c * m))
