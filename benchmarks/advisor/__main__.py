@@ -13,6 +13,7 @@ models must also find where scaling stops.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import tempfile
@@ -68,19 +69,28 @@ def main(argv=None) -> int:
     parser.add_argument("--executors", type=lambda s: [int(x) for x in s.split(",")], default=[1, 2, 3, 4],
                         help="executor counts, one core each (default 1,2,3,4)")
     parser.add_argument("--repeat", type=int, default=3, help="timed executions per query and count (default 3)")
+    parser.add_argument("--analyze", type=Path, default=None, metavar="RESULT_JSON",
+                        help="fit the runs recorded in an earlier result again instead of running TPC-H")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default benchmarks/results/advisor)")
     args = parser.parse_args(argv)
     if len(args.executors) < 3 or min(args.executors) < 1:
         parser.error("--executors needs three or more counts >= 1 (each is predicted from the others)")
-    with tempfile.TemporaryDirectory(prefix="advisor-bench-") as tmp:
-        files = collect(args, Path(tmp))
-        groups = sorted({q for q in _groups(files)}, key=lambda g: int(g[1:]))
-        runs = {q: [load_run(files[m], q) for m in args.executors] for q in groups}
+    if args.analyze:
+        recorded = json.loads(args.analyze.read_text())
+        runs = {q: [Run(**r) for r in d["runs"]] for q, d in recorded["queries"].items()}
+        conf = {**recorded["meta"]["conf"], "measured_at": recorded["meta"].get("git_sha")}
+    else:
+        with tempfile.TemporaryDirectory(prefix="advisor-bench-") as tmp:
+            files = collect(args, Path(tmp))
+            groups = sorted({q for q in _groups(files)}, key=lambda g: int(g[1:]))
+            runs = {q: [load_run(files[m], q) for m in args.executors] for q in groups}
+        conf = {"sf": args.sf, "queries": args.queries, "executors": args.executors, "repeat": args.repeat}
     queries = analyze(runs)
     summary = {f"{kind}_{m}": statistics.median(q[f"{kind}_error"][m] for q in queries.values())
                for kind in ("holdout", "extrapolation") for m in MODELS}
-    meta = run_metadata({"sf": args.sf, "queries": args.queries, "executors": args.executors,
-                         "repeat": args.repeat})
+    summary["recommended_is_fastest_measured"] = sum(q["recommended_slots"] == q["fastest_measured"]
+                                                     for q in queries.values())
+    meta = run_metadata(conf)
     path = write_json(result_path("advisor", "tpch.json", meta, args.out),
                       {"meta": meta, "queries": queries, "summary": summary})
     print(write_report(path))
@@ -95,8 +105,6 @@ def _groups(files: dict[int, Path]) -> set[str]:
 
 
 def write_report(json_path: Path) -> Path:
-    import json
-
     data = json.loads(Path(json_path).read_text())
     conf, s = data["meta"]["conf"], data["summary"]
     rows = [[q, " / ".join(f"{r['wall_s']:.1f}" for r in d["runs"]),
@@ -107,11 +115,14 @@ def write_report(json_path: Path) -> Path:
     md = report_header(data["meta"], "Scaling advisor: TPC-H queries at held-out executor counts") + [
         f"TPC-H SF {conf['sf']:g}, each query run {conf['repeat']} times (timed together) at {counts} executors "
         "(one core each, embedded local-cluster on this 2-core machine), mode vanilla, after one warm-up run "
-        "(job groups `q<N>-warmup`, left out).",
+        "(job groups `q<N>-warmup`, left out)."
+        + (f" Measured at commit {conf['measured_at']}, fitted again here." if conf.get("measured_at") else ""),
         "",
         f"Median over queries: leave-one-out error USBA **{100 * s['holdout_usba']:.1f}%**, IPSO "
         f"**{100 * s['holdout_ipso']:.1f}%**; predicting the largest count from the others: USBA "
-        f"{100 * s['extrapolation_usba']:.1f}%, IPSO {100 * s['extrapolation_ipso']:.1f}%. Thesis: {THESIS}.",
+        f"{100 * s['extrapolation_usba']:.1f}%, IPSO {100 * s['extrapolation_ipso']:.1f}%. The recommended count "
+        f"is the fastest measured one for {s['recommended_is_fastest_measured']} of {len(data['queries'])} "
+        f"queries. Thesis: {THESIS}.",
         "",
         markdown_table(["query", f"wall s at {counts}", "held-out USBA", "held-out IPSO", "extrapolated USBA",
                         "extrapolated IPSO", "IPSO type", "recommended slots", "fastest measured"], rows),

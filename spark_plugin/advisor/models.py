@@ -2,8 +2,10 @@
 
 **USBA** (thesis eq. 3.14-3.16, below the launch-overhead plateau θ, which the thesis finds at 19-20
 executors): T(N, m) = τ₀q(m) + Στ·p(N, m) with p = (1-β-γ) + α ln(N/m) + βm + γN and q = 1-ε+εm is linear
-in (1, ln(N/m), m, N), so ordinary least squares fits it; with N fixed the N column drops out, leaving
-T = a + b·ln(N/m) + c·m, whose minimum over m is at m* = b/c (the spec's α/β).
+in (1, ln(N/m), m, N), so least squares fits it, with the first-wave term b = Στα and the scale-out term
+c = Στβ + τ₀ε kept non-negative as the thesis's are (a noisy run must not turn overhead into a speedup that
+grows past the runs); with N fixed the N column drops out, leaving T = a + b·ln(N/m) + c·m, whose minimum over
+m is at m* = b/c (the spec's α/β).
 
 **IPSO** (fixed-size, eq. 2.10 with EX = IN = 1 and q(n) = βn): T(n) = s + p/n + o·n splits a run into a
 serial part s, a parallel part p and a scale-out overhead o per slot, fitted without negative parts; its
@@ -17,7 +19,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import nnls
+from scipy.optimize import lsq_linear, nnls
 
 from .runs import Run
 
@@ -31,7 +33,7 @@ class Usba:
 
     @classmethod
     def fit(cls, runs: list[Run]) -> "Usba":
-        """Least squares on as many features as the runs determine (a constant N drops the N column)."""
+        """Bounded least squares on as many features as the runs determine (a constant N drops the N column)."""
         if len(runs) < 2:
             raise ValueError(f"USBA needs runs at two or more slot counts, got {len(runs)}")
         names = ["1", "ln(N/m)", "m"]
@@ -40,7 +42,8 @@ class Usba:
         names = names[:len({(r.slots, r.tasks) for r in runs})]
         X = np.array([_features(r.slots, r.tasks, names) for r in runs])
         y = np.array([r.wall_s for r in runs])
-        coef, *_ = np.linalg.lstsq(X, y, rcond=None)
+        low = [0.0 if n in ("ln(N/m)", "m") else -np.inf for n in names]
+        coef = lsq_linear(X, y, bounds=(low, np.inf)).x
         return cls(tuple(names), tuple(float(c) for c in coef))
 
     def predict(self, slots: int, tasks: int) -> float:
