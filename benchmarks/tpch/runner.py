@@ -13,6 +13,7 @@ quickstart's), every number is a first run of that query in that mode.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -79,8 +80,12 @@ class ModeWorker:
         for key, value in cfg.session_conf().items():
             cmd += ["--conf", f"{key}={value}"]
         self._log = open(log_path, "w")
+        # The worker runs where the harness was started, so that relative paths in --conf (a telemetry or
+        # event-log folder) mean what the user meant; the repository goes on its import path instead.
+        repo = str(Path(__file__).resolve().parents[2])
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [repo, os.environ.get("PYTHONPATH")]))}
         self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
-                                      text=True, cwd=Path(__file__).resolve().parents[2])
+                                      text=True, env=env)
 
     def wait_ready(self) -> str:
         """Block until the session is up; return its application id."""

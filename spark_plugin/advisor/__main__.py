@@ -47,7 +47,8 @@ def report(runs, advice, job) -> str:
                        for name, e in advice.holdout_error.items())
     lines += [f"held-out error (median, each run predicted from the others): {errors}; using {advice.model}",
               f"scaling type {advice.scaling_type}: {advice.why}",
-              f"recommended ({advice.target}): {advice.slots} task slots, predicted {advice.predicted_s:.1f} s: "
+              f"recommended ({advice.target}): {advice.slots} task slot{'s' if advice.slots != 1 else ''}, "
+              f"predicted {advice.predicted_s:.1f} s: "
               f"--conf spark.executor.instances={advice.executors} (or spark.dynamicAllocation.maxExecutors)"]
     return "\n".join(lines)
 
