@@ -81,16 +81,16 @@ public final class RiffleExecutor {
   public static void start(PluginContext ctx, SparkrmConf conf) {
     RiffleExecutor agent = new RiffleExecutor(ctx, conf);
     instance = agent;
-    RpcEnv rpcEnv = SparkEnv.get().rpcEnv();
-    agent.inbox = rpcEnv.setupEndpoint(MergeInbox.NAME + "-" + ctx.executorID(),
-        new MergeInbox(rpcEnv, agent::receive));
     Map<String, Object> m = new LinkedHashMap<>();
     m.put("executorId", ctx.executorID());
     m.put("localDirs", SparkEnv.get().blockManager().diskBlockManager().localDirsString());
     try {
+      RpcEnv rpcEnv = SparkEnv.get().rpcEnv();
+      agent.inbox = rpcEnv.setupEndpoint(MergeInbox.NAME + "-" + ctx.executorID(),
+          new MergeInbox(rpcEnv, agent::receive));
       ctx.ask(MessageRouter.encodeAttached("riffle.register", m, agent.inbox));
       LOG.info("Riffle merger started on executor {}", ctx.executorID());
-    } catch (Exception e) { // PluginContext.ask declares Exception
+    } catch (Exception e) { // PluginContext.ask declares Exception; Spark's RPC may refuse the endpoint
       LOG.warn("Riffle merges nothing on executor {}: it could not register with the driver ({}); its map "
           + "outputs are read unmerged", ctx.executorID(), e.toString());
     }
