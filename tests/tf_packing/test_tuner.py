@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import pytest
 
@@ -47,7 +49,6 @@ def plain(tf_det, digits):
 def packed(tf_det, digits):
     """Pack-aware Hyperband, and how many of its models were alive as each was built."""
     import gc
-    import weakref
 
     live, peak = weakref.WeakSet(), []
 
@@ -81,7 +82,9 @@ def test_packed_search_finds_what_plain_hyperband_finds(digits, plain, packed):
     assert np.mean(best == digits[3]) == pytest.approx(search_packed.best_score_)
 
 
-_TRACED = {}
+#: Layers traced into each live graph. Keyed by the graph itself, not its id(): a graph freed after an
+#: out-of-memory split may leave its id to the next pack's graph, which then inherits its count.
+_TRACED = weakref.WeakKeyDictionary()
 
 
 def room_for_two():
@@ -95,7 +98,7 @@ def room_for_two():
                 graph = tf.compat.v1.get_default_graph()
                 while hasattr(getattr(graph, "outer_graph", None), "outer_graph"):  # up to the tf.function
                     graph = graph.outer_graph
-                seen = _TRACED.setdefault(id(graph), set())
+                seen = _TRACED.setdefault(graph, set())
                 seen.add(id(self))
                 if len(seen) > 2:
                     raise tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor (test device)")
