@@ -32,7 +32,7 @@ from benchmarks.common import (RESULTS_DIR, add_master_option, result_path, run_
 from .driver_scale import POLL_COMMIT, driver_scale
 from .report import write_slow_disk_report, write_synthetic_report
 from .skew_join import skew_join
-from .slow_disk import IopsCap, device_of, drop_caches, unavailable_reason
+from .slow_disk import IopsCap, capped_device, drop_caches
 from .whole_job import whole_job
 from .workload import (SyntheticShuffle, capped_application, clean_shuffles, measure, partition_keys, session,
                        shuffle_job)
@@ -110,11 +110,9 @@ def synthetic(args) -> Path:
 def slow_disk(args) -> Path | None:
     from shuffle_merge import job_settings
 
-    reason = unavailable_reason(args.local_dir)
-    if reason:
-        print(f"slow-disk benchmark skipped: {reason}", file=sys.stderr)
+    device = capped_device(args, "slow-disk")
+    if device is None:
         return None
-    device = device_of(args.local_dir)
     runs = []
     with capped_application(args) as app:
         modes = {"vanilla": {"enabled": False},

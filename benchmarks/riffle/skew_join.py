@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import statistics
 import sys
-import time
 from pathlib import Path
 
 from benchmarks.common import (geomean_interval, markdown_table, report_header, result_path, run_metadata,
                                write_json, write_markdown)
 
-from .slow_disk import CachePressure, IopsCap, device_of, drop_caches, unavailable_reason
+from .slow_disk import capped_device
+from .whole_job import capped_run
 from .workload import capped_application, clean_shuffles
 
 MODES = {"vanilla": {"enabled": False},
@@ -66,11 +66,9 @@ def range_reads(records: dict, maps: int) -> dict:
 def skew_join(args) -> Path | None:
     from shuffle_merge import job_settings
 
-    reason = unavailable_reason(args.local_dir)
-    if reason:
-        print(f"skew-join benchmark skipped: {reason}", file=sys.stderr)
+    device = capped_device(args, "skew-join")
+    if device is None:
         return None
-    device = device_of(args.local_dir)
     order = list(MODES)
     runs, answer = [], None
     with capped_application(args) as app:
@@ -80,24 +78,17 @@ def skew_join(args) -> Path | None:
             answer = skewed_join(app.spark, args.maps, args.rows, args.skew)  # warm-up (JIT, plans), not timed
         for r in range(args.repeat):
             for mode in order[r % len(order):] + order[:r % len(order)]:
-                drop_caches()
-                mark = app.tm.mark()
                 settings = MODES[mode] if mode == "vanilla" else {**riffle, **MODES[mode]}
-                with job_settings(app.spark, **settings), IopsCap(args.iops, device, args.io_unit_kb) as cap, \
-                        CachePressure(app.local_dir, args.drop_interval_ms / 1000):
-                    cap.add(app.pids)
-                    start = time.perf_counter()
-                    result = skewed_join(app.spark, args.maps, args.rows, args.skew)
-                    wall = time.perf_counter() - start
-                if result != answer:
+                run = capped_run(app, args, device, settings,
+                                 lambda: skewed_join(app.spark, args.maps, args.rows, args.skew))
+                if run.result != answer:
                     raise RuntimeError(f"{mode} changed the join's answer")
-                records = app.tm.records(since=mark)
-                runs.append({"mode": mode, "round": r, "wall_s": wall, "disk_reads": cap.reads_,
-                             **range_reads(records, args.maps)})
-                clean_shuffles(app.spark, records)
-                print(f"[round {r + 1}/{args.repeat}] {mode}: {wall:.1f} s, range tasks fetched "
+                runs.append({"mode": mode, "round": r, "wall_s": run.wall_s, "disk_reads": run.disk_reads,
+                             **range_reads(run.records, args.maps)})
+                clean_shuffles(app.spark, run.records)
+                print(f"[round {r + 1}/{args.repeat}] {mode}: {run.wall_s:.1f} s, range tasks fetched "
                       f"{runs[-1]['range_reads']} blocks ({runs[-1]['range_vanilla_reads']} vanilla), "
-                      f"{cap.reads_} disk reads", file=sys.stderr)
+                      f"{run.disk_reads} disk reads", file=sys.stderr)
     meta = run_metadata({"maps": args.maps, "rows": args.rows, "skew": args.skew, "reducers": args.reducers,
                          "advisory_kb": args.advisory_kb, "executors": args.executors, "fan_in": args.fan_in,
                          "iops": args.iops, "io_unit_kb": args.io_unit_kb, "drop_interval_ms": args.drop_interval_ms,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -42,6 +43,15 @@ def unavailable_reason(path: str | Path) -> str | None:
     if not readahead_file(device_of(path)).exists():
         return f"{readahead_file(device_of(path))} is missing (a partition or device-mapper volume?)"
     return None
+
+
+def capped_device(args, benchmark: str) -> str | None:
+    """The device under ``args.local_dir`` a disk benchmark caps, or ``None`` after saying why it is skipped."""
+    reason = unavailable_reason(args.local_dir)
+    if reason:
+        print(f"{benchmark} benchmark skipped: {reason}", file=sys.stderr)
+        return None
+    return device_of(args.local_dir)
 
 
 def readahead_file(device: str) -> Path:

@@ -18,12 +18,40 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from benchmarks.common import geomean_interval, result_path, run_metadata, write_json
 
 from .report import write_whole_job_report
-from .slow_disk import CachePressure, IopsCap, device_of, drop_caches, unavailable_reason
+from .slow_disk import CachePressure, IopsCap, capped_device, drop_caches
 from .workload import capped_application, clean_shuffles, measure, shuffle_job
+
+class CappedRun(NamedTuple):
+    """One timed run under the disk cap and cache pressure: its result, time, telemetry and disk figures."""
+
+    result: object
+    wall_s: float
+    records: dict
+    disk_reads: int
+    disk_read_bytes: int
+    eviction_passes: int
+
+
+def capped_run(app, args, device: str, settings: dict, job) -> CappedRun:
+    """Run ``job()`` under per-job Riffle ``settings`` after dropping the page cache, with the executors' reads
+    capped at ``args.iops`` and the shuffle's files evicted every ``args.drop_interval_ms``."""
+    from shuffle_merge import job_settings
+
+    drop_caches()
+    mark = app.tm.mark()
+    with job_settings(app.spark, **settings), IopsCap(args.iops, device, args.io_unit_kb) as cap, \
+            CachePressure(app.local_dir, args.drop_interval_ms / 1000) as pressure:
+        cap.add(app.pids)
+        start = time.perf_counter()
+        result = job()
+        wall = time.perf_counter() - start
+    return CappedRun(result, wall, app.tm.records(since=mark), cap.reads_, cap.read_bytes_, pressure.passes_)
+
 
 def modes(args) -> dict[str, dict]:
     """Vanilla, then Riffle under each policy asked for (``--policies``): per-job settings and what to model."""
@@ -39,13 +67,9 @@ def modes(args) -> dict[str, dict]:
 
 
 def whole_job(args) -> Path | None:
-    from shuffle_merge import job_settings
-
-    reason = unavailable_reason(args.local_dir)
-    if reason:
-        print(f"whole-job benchmark skipped: {reason}", file=sys.stderr)
+    device = capped_device(args, "whole-job")
+    if device is None:
         return None
-    device = device_of(args.local_dir)
     plan = modes(args)
     order = list(plan)
     runs = []
@@ -53,23 +77,15 @@ def whole_job(args) -> Path | None:
         shuffle_job(app.spark, app.keys, args.maps, args.block_kb * 1024)  # warm-up (JIT, plans), not timed
         for r in range(args.repeat):
             for mode in order[r % len(order):] + order[:r % len(order)]:
-                drop_caches()
-                mark = app.tm.mark()
-                with job_settings(app.spark, **plan[mode]["settings"]), \
-                        IopsCap(args.iops, device, args.io_unit_kb) as cap, \
-                        CachePressure(app.local_dir, args.drop_interval_ms / 1000) as pressure:
-                    cap.add(app.pids)
-                    start = time.perf_counter()
-                    shuffle_job(app.spark, app.keys, args.maps, args.block_kb * 1024)
-                    wall = time.perf_counter() - start
-                records = app.tm.records(since=mark)
-                runs.append({"mode": mode, "round": r, "wall_s": wall, "disk_reads": cap.reads_,
-                             "disk_read_bytes": cap.read_bytes_, "eviction_passes": pressure.passes_,
-                             **measure(records, args.maps, args.reducers, plan[mode]["fan_in"], 1.0,
+                run = capped_run(app, args, device, plan[mode]["settings"],
+                                 lambda: shuffle_job(app.spark, app.keys, args.maps, args.block_kb * 1024))
+                runs.append({"mode": mode, "round": r, "wall_s": run.wall_s, "disk_reads": run.disk_reads,
+                             "disk_read_bytes": run.disk_read_bytes, "eviction_passes": run.eviction_passes,
+                             **measure(run.records, args.maps, args.reducers, plan[mode]["fan_in"], 1.0,
                                        plan[mode]["target"])})
-                clean_shuffles(app.spark, records)
+                clean_shuffles(app.spark, run.records)
                 print(f"[round {r + 1}/{args.repeat}] {mode}: job {runs[-1]['job_s']:.1f} s, reduce stage "
-                      f"{runs[-1]['reduce_stage_s']:.1f} s, {cap.reads_} disk reads", file=sys.stderr)
+                      f"{runs[-1]['reduce_stage_s']:.1f} s, {run.disk_reads} disk reads", file=sys.stderr)
     meta = run_metadata({"maps": args.maps, "reducers": args.reducers, "block_kb": args.block_kb,
                          "executors": args.executors, "fan_in": args.fan_in, "policies": args.policies,
                          "target_block_kb": args.target_block_kb, "modes": order, "iops": args.iops,
