@@ -116,14 +116,16 @@ def test_the_guard_stops_a_useless_model_from_holding_a_healthy_executor(spark, 
     # lasts until the tasks running through it are judged: 0.3-0.5 s each on an idle machine (under 5% of the
     # run), 0.6-0.9 s on a loaded one (3 holds, 8% of a 27 s run, in a clean-clone CI on 2026-11-25). A hold's
     # lone witness may run over 1.3x its stage's median by chance on a loaded machine; that hold stands to the
-    # cap (3 s, once in a clean-clone CI on 2026-11-25) and is the one hold allowed to.
+    # cap (3 s, once in a clean-clone CI on 2026-11-25) and is the one hold allowed to; the executor then rests
+    # (is not held again for a while) by design, so "resting" decisions follow such a hold (clean-clone CI 2026-11-26).
     assert len(loop.decisions_) >= 10
     holds = [h for h in records["wrangler_hold"].to_pylist() if h["executorId"] == "1"]
     capped = [h for h in holds if h["endReason"] == "cap"]
     assert len(capped) <= 1, holds
     refuted = [h for h in holds if h not in capped]
     assert held_ms(refuted, "1", start, end) < 0.10 * (end - start), holds
-    assert {"unconfirmed", "distrusted"} >= {d["action"] for d in loop.decisions_} - {"held", "renewed"}
+    expected = {"unconfirmed", "distrusted"} | ({"resting"} if capped else set())
+    assert expected >= {d["action"] for d in loop.decisions_} - {"held", "renewed"}
     guard = records["wrangler_guard"].to_pylist()
     assert guard and {g["executorId"] for g in guard} == {"1"}
     assert all(g["executorMedian"] <= 1.3 * g["othersMedian"] and g["tasks"] >= 1 for g in guard)
