@@ -112,18 +112,25 @@ def test_a_hold_stands_when_the_slowness_begins_with_it(spark, tm):
 def test_the_guard_stops_a_useless_model_from_holding_a_healthy_executor(spark, tm):
     # the slow tasks of the last test leave the guard's window first
     loop, records, start, end = flag_one_during_jobs(spark, tm, seconds=30, lead_s=WINDOW_MS / 1000 + 1)
-    # The model flags executor 1 at every tick; it is held for less than 10% of the time. An unconfirmed hold
-    # lasts until the tasks running through it are judged: 0.3-0.5 s each on an idle machine (under 5% of the
-    # run), 0.6-0.9 s on a loaded one (3 holds, 8% of a 27 s run, in a clean-clone CI on 2026-11-25). A hold's
-    # lone witness may run over 1.3x its stage's median by chance on a loaded machine; that hold stands to the
-    # cap (3 s, once in a clean-clone CI on 2026-11-25) and is the one hold allowed to; the executor then rests
-    # (is not held again for a while) by design, so "resting" decisions follow such a hold (clean-clone CI 2026-11-26).
+    # The model flags executor 1 at every tick. Each hold it asks for is judged by its witnesses (the tasks running
+    # on the executor when it began) and ends once the first has ended unslow; the back-off then refuses holds for
+    # 6 s, 12 s, 24 s. How long a witness runs depends on the machine's load: the holds took under 5% of the run on
+    # an idle machine, 8-10.5% on a loaded CI one (2026-11-25/26), so the test checks the mechanism, not a share.
+    # A hold's lone witness may run over 1.3x its stage's median by chance on a loaded machine; that hold stands to
+    # the cap (3 s, once in a clean-clone CI on 2026-11-25) and is the one hold allowed to; the executor then rests
+    # (is not held again for a while) by design, so "resting" decisions follow such a hold.
     assert len(loop.decisions_) >= 10
     holds = [h for h in records["wrangler_hold"].to_pylist() if h["executorId"] == "1"]
     capped = [h for h in holds if h["endReason"] == "cap"]
     assert len(capped) <= 1, holds
+    tasks = [t for t in records["task"].to_pylist() if t["executorId"] == "1"]
+    for hold in (h for h in holds if h["endReason"] == "unconfirmed"):
+        witnesses = [t["finishTime"] for t in tasks if t["launchTime"] <= hold["startTime"] < t["finishTime"]]
+        judged_at = min(witnesses, default=hold["startTime"])  # an idle executor's own recent tasks judge at once
+        assert hold["endTime"] - judged_at < 1000, (hold, witnesses)
     refuted = [h for h in holds if h not in capped]
-    assert held_ms(refuted, "1", start, end) < 0.10 * (end - start), holds
+    assert len(refuted) <= (3 if not capped else 5), holds  # the back-off; a capped hold that stood resets it
+    assert held_ms(refuted, "1", start, end) < 0.20 * (end - start), holds
     expected = {"unconfirmed", "distrusted"} | ({"resting"} if capped else set())
     assert expected >= {d["action"] for d in loop.decisions_} - {"held", "renewed"}
     guard = records["wrangler_guard"].to_pylist()
