@@ -1,12 +1,13 @@
-"""``python -m benchmarks.advisor``: how well the scaling advisor predicts TPC-H queries at held-out executor counts.
+"""``python -m benchmarks.advisor``: how well the scaling advisor predicts jobs at held-out executor counts.
 
-The TPC-H harness runs every query ``--repeat`` times after a warm-up run (mode vanilla) on an embedded
-local-cluster of each ``--executors`` count in turn (one core each), recording telemetry; each query is then a
-job (job group ``q<N>``) with one run per count, its time the ``--repeat`` timed executions together. For every
-query and model (USBA, IPSO) each count is predicted from the other counts
-(leave-one-out), and the largest count from the smaller ones (extrapolation); reported are the median errors
-per query and over queries, beside the thesis's (USBA: 6-12% on Bayes, RF and SVM, 19% on NWeight, predicting
-from runs at N_p <= 64). This machine has 2 cores: past two executors the queries cannot run faster, so the
+``--workload tpch`` (default): the TPC-H harness runs every query ``--repeat`` times after a warm-up run (mode
+vanilla) on an embedded local-cluster of each ``--executors`` count in turn (one core each), recording telemetry;
+each query is then a job (job group ``q<N>``) with one run per count, its time the ``--repeat`` timed executions
+together. ``--workload slaq``: the four SLAQ trainers, and SLAQ's runtime model with each scaling
+(:mod:`benchmarks.advisor.slaq`). For every job and model (USBA, IPSO) each count is predicted from the other
+counts (leave-one-out), and the largest count from the smaller ones (extrapolation); reported are the median errors
+per job and over jobs, beside the thesis's (USBA: 6-12% on Bayes, RF and SVM, 19% on NWeight, predicting
+from runs at N_p <= 64). This machine has 2 cores: past two executors the jobs cannot run faster, so the
 models must also find where scaling stops.
 """
 
@@ -19,9 +20,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.common import markdown_table, report_header, result_path, run_metadata, write_json, write_markdown
+from benchmarks.common import add_master_option, markdown_table, report_header, result_path, run_metadata, write_json, write_markdown
 from spark_plugin.advisor import Run, holdout_errors, load_run, recommend
 from spark_plugin.advisor.recommend import predictor
+
+from . import cluster_of, slaq, where
 
 MODELS = ("usba", "ipso")
 THESIS = "USBA (thesis Table 3.1 workloads): 6-12% mean prediction error (Bayes, RF, SVM), 19% (NWeight)"
@@ -34,10 +37,12 @@ def collect(args, telemetry: Path) -> dict[int, Path]:
     files = {}
     for m in args.executors:
         folder = telemetry / f"executors-{m}"
+        master, conf = cluster_of(args.master, m)
+        where = ["--executors", str(m)] if args.master is None else ["--master", master]
         code = cli.main(["--sf", str(args.sf), "--queries", args.queries, "--modes", "vanilla", "--warmups", "1",
-                         "--repeat", str(args.repeat),
-                         "--executors", str(m), "--no-validate", "--no-progress", "--out", str(telemetry / f"out-{m}"),
-                         "--conf", f"spark.sparkrm.telemetry.dir={folder}"])
+                         "--repeat", str(args.repeat), *where, "--no-validate", "--no-progress",
+                         "--out", str(telemetry / f"out-{m}"),
+                         *(f"--conf={k}={v}" for k, v in {**conf, "spark.sparkrm.telemetry.dir": folder}.items())])
         if code != 0:
             raise SystemExit(f"the TPC-H harness failed at {m} executors (exit {code})")
         [files[m]] = sorted(folder.glob("*.telemetry.jsonl"))
@@ -64,36 +69,56 @@ def analyze(runs_by_query: dict[str, list[Run]]) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.advisor", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sf", type=float, default=1.0, help="TPC-H scale factor (default 1)")
-    parser.add_argument("--queries", default="1-22", help="TPC-H queries (default 1-22)")
+    parser.add_argument("--workload", choices=("tpch", "slaq"), default="tpch",
+                        help="TPC-H queries or the SLAQ trainers (default tpch)")
     parser.add_argument("--executors", type=lambda s: [int(x) for x in s.split(",")], default=[1, 2, 3, 4],
                         help="executor counts, one core each (default 1,2,3,4)")
-    parser.add_argument("--repeat", type=int, default=3, help="timed executions per query and count (default 3)")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="tpch: timed executions per query and count (default 3); slaq: rounds")
+    parser.add_argument("--sf", type=float, default=1.0, help="tpch: scale factor (default 1)")
+    parser.add_argument("--queries", default="1-22", help="tpch: queries (default 1-22)")
+    parser.add_argument("--rows", type=int, default=400_000, help="slaq: rows per generated data set (default 400000)")
+    parser.add_argument("--partitions", type=int, default=4, help="slaq: partitions of each data set (default 4)")
+    parser.add_argument("--iterations", type=int, default=10, help="slaq: iterations per trainer (default 10)")
+    parser.add_argument("--seed", type=int, default=0, help="slaq: seed of the trainers' hyperparameters")
+    add_master_option(parser)
     parser.add_argument("--analyze", type=Path, default=None, metavar="RESULT_JSON",
-                        help="fit the runs recorded in an earlier result again instead of running TPC-H")
+                        help="fit the runs recorded in an earlier result again instead of running the workload")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default benchmarks/results/advisor)")
     args = parser.parse_args(argv)
     if len(args.executors) < 3 or min(args.executors) < 1:
         parser.error("--executors needs three or more counts >= 1 (each is predicted from the others)")
+    workload, iterations = args.workload, None
     if args.analyze:
         recorded = json.loads(args.analyze.read_text())
+        workload = recorded["meta"]["conf"].get("workload", "tpch")
         runs = {q: [Run(**r) for r in d["runs"]] for q, d in recorded["queries"].items()}
+        iterations = recorded.get("iterations")
         conf = {**recorded["meta"]["conf"], "measured_at": recorded["meta"].get("git_sha")}
+    elif workload == "slaq":
+        with tempfile.TemporaryDirectory(prefix="advisor-bench-") as tmp:
+            runs, iterations = slaq.measure(args, Path(tmp))
+        conf = {"workload": workload, "master": args.master, "executors": args.executors, "repeat": args.repeat, "rows": args.rows,
+                "partitions": args.partitions, "iterations": args.iterations, "seed": args.seed}
     else:
         with tempfile.TemporaryDirectory(prefix="advisor-bench-") as tmp:
             files = collect(args, Path(tmp))
             groups = sorted({q for q in _groups(files)}, key=lambda g: int(g[1:]))
             runs = {q: [load_run(files[m], q) for m in args.executors] for q in groups}
-        conf = {"sf": args.sf, "queries": args.queries, "executors": args.executors, "repeat": args.repeat}
+        conf = {"workload": workload, "master": args.master, "sf": args.sf, "queries": args.queries, "executors": args.executors,
+                "repeat": args.repeat}
     queries = analyze(runs)
     summary = {f"{kind}_{m}": statistics.median(q[f"{kind}_error"][m] for q in queries.values())
                for kind in ("holdout", "extrapolation") for m in MODELS}
     summary["recommended_is_fastest_measured"] = sum(q["recommended_slots"] == q["fastest_measured"]
                                                      for q in queries.values())
     meta = run_metadata(conf)
-    path = write_json(result_path("advisor", "tpch.json", meta, args.out),
-                      {"meta": meta, "queries": queries, "summary": summary})
-    print(write_report(path))
+    payload = {"meta": meta, "queries": queries, "summary": summary}
+    if workload == "slaq":
+        runtime = {kind: slaq.runtime_errors(its) for kind, its in iterations.items()}
+        payload |= {"iterations": iterations, "runtime": runtime, "runtime_summary": slaq.summarize_runtime(runtime)}
+    path = write_json(result_path("advisor", f"{workload}.json", meta, args.out), payload)
+    print(slaq.write_report(path, THESIS) if workload == "slaq" else write_report(path))
     return 0
 
 
@@ -114,7 +139,7 @@ def write_report(json_path: Path) -> Path:
     counts = ", ".join(map(str, conf["executors"]))
     md = report_header(data["meta"], "Scaling advisor: TPC-H queries at held-out executor counts") + [
         f"TPC-H SF {conf['sf']:g}, each query run {conf['repeat']} times (timed together) at {counts} executors "
-        "(one core each, embedded local-cluster on this 2-core machine), mode vanilla, after one warm-up run "
+        f"(one core each, {where(conf)}), mode vanilla, after one warm-up run "
         "(job groups `q<N>-warmup`, left out)."
         + (f" Measured at commit {conf['measured_at']}, fitted again here." if conf.get("measured_at") else ""),
         "",

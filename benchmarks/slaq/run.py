@@ -27,7 +27,7 @@ from benchmarks.common import add_master_option, benchmark_session, result_path,
 
 from . import metrics
 from .report import write_report
-from .workload import JobSpec, datasets, generate, run_arrivals, trace, trainer
+from .workload import JobSpec, PinnedJob, datasets, generate, run_arrivals, trace, trainer
 
 POLICIES = ("fair", "slaq")
 
@@ -60,20 +60,10 @@ def runtime_scaling(data, spec: JobSpec, iterations: int = 8) -> dict:
     """Median iteration wall time of one job pinned to 1 then 2 cores, and its CPU time per iteration."""
     out = {}
     for cores in (1, 2):
-        class Pinned:
-            walls, cpus, last = [], [], None
-
-            def wait_for_cores(self, timeout=None):
-                self.last = time.perf_counter()
-                return cores
-
-            def report(self, k, loss, *, cpu_time_s=None, data_size=1.0):
-                self.walls.append(time.perf_counter() - self.last)
-                self.cpus.append(cpu_time_s)
-
-        pinned = Pinned()
+        pinned = PinnedJob(cores)
         trainer(JobSpec(spec.name, spec.kind, 0.0, {**spec.params, "max_iter": iterations})).fit(data, pinned)
-        out[str(cores)] = {"wall_s": statistics.median(pinned.walls[1:]), "cpu_s": statistics.median(pinned.cpus[1:])}
+        walls, cpus = zip(*pinned.iterations[1:])
+        out[str(cores)] = {"wall_s": statistics.median(walls), "cpu_s": statistics.median(cpus)}
     out["speedup"] = out["1"]["wall_s"] / out["2"]["wall_s"]
     return out
 

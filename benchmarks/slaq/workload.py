@@ -79,6 +79,24 @@ def trace(spec: JobSpec, job) -> dict:
             "points": [[float(t), float(v)] for t, v in zip(h.times_, h.losses_)]}
 
 
+class PinnedJob:
+    """A job handle that always grants ``cores`` cores and times every iteration: a trainer alone on fixed cores.
+
+    ``iterations`` holds one ``(wall seconds, CPU seconds)`` per iteration, the wall time from the
+    :meth:`wait_for_cores` that started it to its report.
+    """
+
+    def __init__(self, cores: int):
+        self.cores, self.iterations, self._started = cores, [], None
+
+    def wait_for_cores(self, timeout=None) -> int:
+        self._started = time.perf_counter()
+        return self.cores
+
+    def report(self, k, loss, *, cpu_time_s=None, data_size=1.0) -> None:
+        self.iterations.append((time.perf_counter() - self._started, cpu_time_s))
+
+
 def trainer(spec: JobSpec):
     """The estimator a job runs."""
     from spark_plugin.slaq import trainers

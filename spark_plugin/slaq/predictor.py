@@ -56,7 +56,7 @@ CONVERGED_DROP = 1e-9
 
 
 class RuntimeModel:
-    """Iteration time ``c * S / N`` with ``c`` learned online from CPU time and data size.
+    """Iteration time ``overhead + c * S / N`` with ``c`` learned online from CPU time and data size.
 
     Parameters
     ----------
@@ -66,6 +66,13 @@ class RuntimeModel:
     prior_cpu_s : float, default=1.0
         CPU seconds per iteration assumed before the job has reported any, so a new job can be
         scheduled at all.
+    scaling : {"linear", "ipso"}, default="linear"
+        ``"linear"``: one overhead for every core count (the thesis's ``c * S / N`` plus the
+        overhead below). ``"ipso"``: the overhead grows with the cores, ``serial + q * N`` (IPSO's
+        scale-out term, :mod:`spark_plugin.advisor.models`), fitted without negative parts on the
+        overheads seen at each core count once two or more counts have run; until then as linear.
+        Which predicts held-out core counts better is measured in ``python -m benchmarks.advisor
+        --workload slaq`` (docs/advisor.md).
 
     Attributes
     ----------
@@ -81,6 +88,10 @@ class RuntimeModel:
         collecting their results. The thesis's ``c * S / N`` assumes compute dominates; with
         small data on few cores this term is often the larger one, so ignoring it would
         predict hundreds of iterations per epoch where a job runs a few.
+    scale_out_s_ : float
+        With ``scaling="ipso"``, the wall seconds each core adds to an iteration (``q``; 0.0 otherwise).
+    overheads_ : dict
+        Core count -> exponentially weighted mean overhead (wall time less CPU time over cores) seen at it.
 
     Examples
     --------
@@ -89,15 +100,19 @@ class RuntimeModel:
     (2.0, 2.0, 1.5)
     """
 
-    _constraints = {"smoothing": (float, 0, 1, "right"), "prior_cpu_s": (float, 0, None, "neither")}
+    _constraints = {"smoothing": (float, 0, 1, "right"), "prior_cpu_s": (float, 0, None, "neither"),
+                    "scaling": frozenset({"linear", "ipso"})}
 
-    def __init__(self, *, smoothing: float = 0.3, prior_cpu_s: float = 1.0):
+    def __init__(self, *, smoothing: float = 0.3, prior_cpu_s: float = 1.0, scaling: str = "linear"):
         self.smoothing = smoothing
         self.prior_cpu_s = prior_cpu_s
+        self.scaling = scaling
         self.c_: float | None = None
         self.data_size_: float | None = None
         self.n_samples_ = 0
         self.overhead_s_ = 0.0
+        self.scale_out_s_ = 0.0
+        self.overheads_: dict[int, float] = {}
 
     def update(self, cpu_time_s: float, data_size: float = 1.0, *, wall_s: float | None = None,
                cores: int | None = None) -> "RuntimeModel":
@@ -114,32 +129,50 @@ class RuntimeModel:
             raise ValueError(f"data_size must be a finite number > 0. Got {data_size!r}. "
                              "Pass bytes or rows processed, or 1.0 for one full pass.")
         sample = cpu_time_s / data_size
-        self.c_ = sample if self.c_ is None else (1 - self.smoothing) * self.c_ + self.smoothing * sample
+        self.c_ = sample if self.c_ is None else self._smooth(self.c_, sample)
         if wall_s is not None and cores:
             overhead = max(float(wall_s) - cpu_time_s / cores, 0.0)
-            self.overhead_s_ = (overhead if self.n_samples_ == 0
-                                else (1 - self.smoothing) * self.overhead_s_ + self.smoothing * overhead)
+            self.overhead_s_ = overhead if not self.overheads_ else self._smooth(self.overhead_s_, overhead)
+            seen = self.overheads_.get(int(cores))
+            self.overheads_[int(cores)] = overhead if seen is None else self._smooth(seen, overhead)
+            if self.scaling == "ipso" and len(self.overheads_) >= 2:
+                self._fit_scale_out()
         self.data_size_ = float(data_size)
         self.n_samples_ += 1
         return self
 
+    def _smooth(self, mean: float, sample: float) -> float:
+        return (1 - self.smoothing) * mean + self.smoothing * sample
+
+    def _fit_scale_out(self) -> None:
+        """``overhead(N) = serial + q * N`` through the per-count overheads, both parts at least zero."""
+        from scipy.optimize import nnls
+
+        cores = np.array(sorted(self.overheads_), dtype=float)
+        (serial, q), _ = nnls(np.column_stack([np.ones_like(cores), cores]),
+                              np.array([self.overheads_[int(n)] for n in cores]))
+        self.overhead_s_, self.scale_out_s_ = float(serial), float(q)
+
     def fit(self, history: LossHistory) -> "RuntimeModel":
         """Relearn ``c`` from every report of ``history`` that carries a CPU time (data size 1 if absent)."""
         self.c_, self.data_size_, self.n_samples_, self.overhead_s_ = None, None, 0, 0.0
+        self.scale_out_s_, self.overheads_ = 0.0, {}
         for cpu, size in zip(history.cpu_times_, history.data_sizes_):
             if math.isfinite(cpu) and cpu > 0:
                 self.update(float(cpu), float(size) if math.isfinite(size) and size > 0 else 1.0)
         return self
 
     def iteration_time(self, cores, data_size: float | None = None):
-        """Predicted wall seconds of one iteration on ``cores`` cores: overhead + ``c * S / N`` (array-like allowed)."""
+        """Predicted wall seconds of one iteration on ``cores`` cores: overhead (+ ``q * N``) + ``c * S / N``
+        (array-like allowed)."""
         cores = np.asarray(cores, dtype=float)
         if self.c_ is None:
             cpu = self.prior_cpu_s
         else:
             cpu = self.c_ * (self.data_size_ if data_size is None else data_size)
         with np.errstate(divide="ignore"):
-            out = np.where(cores > 0, self.overhead_s_ + cpu / np.maximum(cores, 1e-300), np.inf)
+            out = np.where(cores > 0, self.overhead_s_ + self.scale_out_s_ * cores + cpu / np.maximum(cores, 1e-300),
+                           np.inf)
         return float(out) if out.ndim == 0 else out
 
     def iterations(self, cores, epoch_s: float, data_size: float | None = None):

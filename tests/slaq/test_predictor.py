@@ -168,6 +168,27 @@ def test_runtime_model_tracks_a_change_of_c_and_relearns_from_a_history():
     assert again.c_ == pytest.approx(2.0) and again.n_samples_ == 3 and again.data_size_ == 1.5
 
 
+def test_runtime_model_with_ipso_scaling_learns_an_overhead_that_grows_with_the_cores():
+    # wall = 0.2 + 0.05 N + 4 / N with 4 CPU seconds per iteration: linear keeps one overhead for every count
+    linear, ipso = RuntimeModel(smoothing=1.0), RuntimeModel(smoothing=1.0, scaling="ipso")
+    for cores in [1, 2, 4] * 3:
+        for model in (linear, ipso):
+            model.update(4.0, wall_s=0.2 + 0.05 * cores + 4.0 / cores, cores=cores)
+    assert ipso.overhead_s_ == pytest.approx(0.2) and ipso.scale_out_s_ == pytest.approx(0.05)
+    assert ipso.iteration_time(8) == pytest.approx(0.2 + 0.4 + 0.5)
+    assert linear.scale_out_s_ == 0.0 and linear.iteration_time(8) == pytest.approx(0.4 + 0.5)  # the last overhead
+    assert ipso.overheads_ == pytest.approx({1: 0.25, 2: 0.3, 4: 0.4})
+
+
+def test_runtime_model_with_ipso_scaling_is_linear_until_two_core_counts_ran_and_never_negative():
+    ipso = RuntimeModel(smoothing=1.0, scaling="ipso").update(2.0, wall_s=1.5, cores=2)
+    assert ipso.scale_out_s_ == 0.0 and ipso.iteration_time(4) == pytest.approx(0.5 + 0.5)
+    ipso.update(2.0, wall_s=2.0 / 4 + 0.1, cores=4)  # the overhead fell with more cores: no negative q
+    assert ipso.scale_out_s_ == 0.0 and ipso.overhead_s_ == pytest.approx(0.3)
+    with pytest.raises(ValueError, match="'scaling' parameter of RuntimeModel must be one of"):
+        RuntimeModel(scaling="amdahl").update(1.0)
+
+
 def test_runtime_model_prior_and_errors():
     assert RuntimeModel(prior_cpu_s=3.0).iteration_time(3) == 1.0
     with pytest.raises(ValueError, match="cpu_time_s must be a finite number > 0. Got 0"):
