@@ -59,7 +59,7 @@ def analyze(runs_by_query: dict[str, list[Run]]) -> dict:
         out[query] = {
             "runs": [{"slots": r.slots, "tasks": r.tasks, "wall_s": r.wall_s} for r in runs],
             "holdout_error": {m: statistics.median(holdout_errors(runs, m)) for m in MODELS},
-            "extrapolation_error": {m: abs(predictor(m, runs[:-1])(largest.slots) - largest.wall_s) / largest.wall_s
+            "extrapolation_error": {m: abs(predictor(m, runs[:-1])(largest.slots, largest.tasks) - largest.wall_s) / largest.wall_s
                                     for m in MODELS},
             "recommended_slots": advice.slots, "model": advice.model, "scaling_type": advice.scaling_type,
             "fastest_measured": min(runs, key=lambda r: r.wall_s).slots}

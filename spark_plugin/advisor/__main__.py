@@ -50,6 +50,12 @@ def report(runs, advice, job) -> str:
               f"recommended ({advice.target}): {advice.slots} task slot{'s' if advice.slots != 1 else ''}, "
               f"predicted {advice.predicted_s:.1f} s: "
               f"--conf spark.executor.instances={advice.executors} (or spark.dynamicAllocation.maxExecutors)"]
+    if advice.partitioning_from:
+        lines.append(f"partitions: {advice.tasks} tasks, {advice.tasks_per_slot:.1f} per slot: keep the partitioning "
+                     f"of {advice.partitioning_from}")
+    else:
+        lines.append(f"partitions: the runs' own ({advice.tasks} tasks, {advice.tasks_per_slot:.1f} per slot); to have "
+                     "the partitioning advised too, run one executor count at two or more partitionings")
     return "\n".join(lines)
 
 

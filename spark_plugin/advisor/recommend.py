@@ -2,7 +2,10 @@
 
 Both models are fitted on all runs; with three or more runs each also predicts every run from the others
 (leave-one-out), and the one with the smaller median error recommends. Candidates run from one slot to twice
-the most slots measured: further out the fits extrapolate past anything they saw.
+the most slots measured: further out the fits extrapolate past anything they saw. When the runs differ in their
+task count at the same slots (the job ran with different partitionings: a task count that varies only with the
+slots is Spark's own doing, AQE coalescing to the slots), USBA, the one model with the task count N in it, also
+picks the partitioning: among the measured task counts only, so the advice names a run whose setting to keep.
 """
 
 from __future__ import annotations
@@ -28,18 +31,26 @@ class Advice:
     model: str
     scaling_type: str
     why: str
+    tasks: int  # the task count (partitioning) advised: the runs' own when they share one
+    partitioning_from: str = ""  # a run with that task count (its file), when the runs' partitionings differ
     holdout_error: dict = field(default_factory=dict)  # model name -> median relative error (None: too few runs)
-    curve: dict = field(default_factory=dict)  # model name -> {slots: predicted seconds}
+    curve: dict = field(default_factory=dict)  # model name -> {slots: predicted seconds} at ``tasks``
+
+    @property
+    def tasks_per_slot(self) -> float:
+        """Partitions per executor core: the thesis's n_p / m_p."""
+        return self.tasks / self.slots
 
 
 def predictor(name: str, runs: list[Run]):
-    """A function of slots fitted on ``runs`` by model ``name`` (``usba`` or ``ipso``), at the runs' task count."""
-    tasks = round(statistics.median(r.tasks for r in runs))
+    """A function ``(slots, tasks=None)`` fitted on ``runs`` by model ``name`` (``usba`` or ``ipso``); ``tasks``
+    defaults to the runs' median task count, and IPSO, which has no task count in it, ignores it."""
+    default = round(statistics.median(r.tasks for r in runs))
     if name == "usba":
         model = Usba.fit(runs)
-        return lambda slots: model.predict(slots, tasks)
+        return lambda slots, tasks=None: model.predict(slots, default if tasks is None else tasks)
     model = Ipso.fit(runs)
-    return model.predict
+    return lambda slots, tasks=None: model.predict(slots)
 
 
 def holdout_errors(runs: list[Run], name: str) -> list[float]:
@@ -47,13 +58,14 @@ def holdout_errors(runs: list[Run], name: str) -> list[float]:
     errors = []
     for i, run in enumerate(runs):
         rest = runs[:i] + runs[i + 1:]
-        errors.append(abs(predictor(name, rest)(run.slots) - run.wall_s) / run.wall_s)
+        errors.append(abs(predictor(name, rest)(run.slots, run.tasks) - run.wall_s) / run.wall_s)
     return errors
 
 
 def recommend(runs: list[Run], *, target: str = "fastest", within: float = 0.10,
               cores_per_executor: int = 1) -> Advice:
-    """The slots for ``target``: ``fastest``, or ``cheapest`` (fewest slot-seconds) within ``within`` of it.
+    """The slots (and partitioning) for ``target``: ``fastest``, or ``cheapest`` (fewest slot-seconds) within
+    ``within`` of it.
 
     Raises
     ------
@@ -67,14 +79,23 @@ def recommend(runs: list[Run], *, target: str = "fastest", within: float = 0.10,
                          f"{sorted({r.slots for r in runs})}")
     errors = {name: statistics.median(holdout_errors(runs, name)) if len(runs) >= 3 else None
               for name in ("usba", "ipso")}
-    chosen = min(errors, key=lambda n: errors[n]) if errors["usba"] is not None else "ipso"
+    partitionings = any(len({r.tasks for r in runs if r.slots == m}) > 1 for m in {r.slots for r in runs})
+    if partitionings:
+        chosen, task_counts = "usba", sorted({r.tasks for r in runs})
+    else:
+        chosen = min(errors, key=lambda n: errors[n]) if errors["usba"] is not None else "ipso"
+        task_counts = [round(statistics.median(r.tasks for r in runs))]
     top = 2 * max(r.slots for r in runs)
-    curves = {name: {m: predictor(name, runs)(m) for m in range(1, top + 1)} for name in errors}
-    curve = curves[chosen]
-    fastest = min(curve, key=curve.get)
-    slots = fastest
+    fitted = {name: predictor(name, runs) for name in errors}
+    grid = {(m, n): fitted[chosen](m, n) for m in range(1, top + 1) for n in task_counts}
+    fastest = min(grid, key=grid.get)
+    best = fastest
     if target == "cheapest":
-        slots = min((m for m in curve if curve[m] <= (1 + within) * curve[fastest]), key=lambda m: m * curve[m])
+        best = min((key for key in grid if grid[key] <= (1 + within) * grid[fastest]), key=lambda k: k[0] * grid[k])
+    slots, tasks = best
     kind, why = Ipso.fit(runs).scaling_type()
-    return Advice(slots=slots, executors=math.ceil(slots / cores_per_executor), predicted_s=curve[slots],
-                  target=target, model=chosen, scaling_type=kind, why=why, holdout_error=errors, curve=curves)
+    source = next(r.source for r in runs if r.tasks == tasks) if partitionings else ""
+    return Advice(slots=slots, executors=math.ceil(slots / cores_per_executor), predicted_s=grid[best],
+                  target=target, model=chosen, scaling_type=kind, why=why, tasks=tasks, partitioning_from=source,
+                  holdout_error=errors,
+                  curve={name: {m: f(m, tasks) for m in range(1, top + 1)} for name, f in fitted.items()})

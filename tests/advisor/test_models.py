@@ -61,6 +61,25 @@ def test_fastest_and_cheapest_within_a_margin():
     assert cheapest.predicted_s <= 1.10 * fastest.predicted_s
 
 
+def test_runs_at_two_partitionings_of_one_slot_count_have_usba_advise_the_partitioning_too():
+    def usba(m, n):
+        return 10 + 30 * math.log(n / m) + 2 * m + 0.05 * n
+
+    runs = [Run(m, n, usba(m, n), source=f"p{n}/m{m}") for m, n in [(1, 100), (2, 100), (4, 100), (2, 400), (4, 400)]]
+    advice = recommend(runs)
+    assert advice.model == "usba" and advice.tasks == 100 and advice.partitioning_from.startswith("p100/")
+    grid = {(m, n): usba(m, n) for m in range(1, 9) for n in (100, 400)}
+    assert (advice.slots, advice.tasks) == min(grid, key=grid.get)
+    assert advice.tasks_per_slot == pytest.approx(100 / advice.slots)
+
+
+def test_task_counts_that_vary_only_with_the_slots_are_not_a_partitioning_choice():
+    # AQE coalesces shuffle partitions towards the slots: one run per count, each its own task count
+    runs = [Run(m, 8 * m, 5 + 80 / m + 2 * m) for m in (1, 2, 3, 4)]
+    advice = recommend(runs)
+    assert advice.partitioning_from == "" and advice.tasks == 20  # the runs' median
+
+
 def test_too_few_slot_counts_or_a_bad_target_are_refused_saying_why():
     with pytest.raises(ValueError, match="two or more slot counts"):
         recommend([Run(2, 10, 5.0), Run(2, 10, 5.5)])
@@ -101,7 +120,7 @@ def test_the_command_prints_the_runs_the_fit_and_the_recommendation_and_plots(tm
     assert main([*files, "--job", "q1", "--plot", str(tmp_path / "speedup.png")]) == 0
     out = capsys.readouterr().out
     assert "job 'q1': 4 runs" in out and "held-out error" in out and "scaling type I" in out
-    assert "--conf spark.executor.instances=" in out
+    assert "--conf spark.executor.instances=" in out and "partitions: the runs' own (12 tasks" in out
     assert (tmp_path / "speedup.png").stat().st_size > 0
 
 
