@@ -3,9 +3,10 @@
 Both models are fitted on all runs; with three or more runs each also predicts every run from the others
 (leave-one-out), and the one with the smaller median error recommends. Candidates run from one slot to twice
 the most slots measured: further out the fits extrapolate past anything they saw. When the runs differ in their
-task count at the same slots (the job ran with different partitionings: a task count that varies only with the
-slots is Spark's own doing, AQE coalescing to the slots), USBA, the one model with the task count N in it, also
-picks the partitioning: among the measured task counts only, so the advice names a run whose setting to keep.
+task count at the same slots (the job ran with different partitionings), USBA, the one model with the task count
+N in it, also picks the partitioning: among the measured task counts only, so the advice names a run whose setting
+to keep. A task count that varies only with the slots is Spark's own doing (AQE coalescing towards the slots):
+each candidate is then predicted at the task count the runs show for it (measured, else a line through them).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from .models import Ipso, Usba
 from .runs import Run
@@ -34,7 +37,7 @@ class Advice:
     tasks: int  # the task count (partitioning) advised: the runs' own when they share one
     partitioning_from: str = ""  # a run with that task count (its file), when the runs' partitionings differ
     holdout_error: dict = field(default_factory=dict)  # model name -> median relative error (None: too few runs)
-    curve: dict = field(default_factory=dict)  # model name -> {slots: predicted seconds} at ``tasks``
+    curve: dict = field(default_factory=dict)  # model name -> {slots: predicted seconds} (at their task counts)
 
     @property
     def tasks_per_slot(self) -> float:
@@ -80,14 +83,15 @@ def recommend(runs: list[Run], *, target: str = "fastest", within: float = 0.10,
     errors = {name: statistics.median(holdout_errors(runs, name)) if len(runs) >= 3 else None
               for name in ("usba", "ipso")}
     partitionings = any(len({r.tasks for r in runs if r.slots == m}) > 1 for m in {r.slots for r in runs})
+    top = 2 * max(r.slots for r in runs)
     if partitionings:
-        chosen, task_counts = "usba", sorted({r.tasks for r in runs})
+        chosen = "usba"
+        candidates = [(m, n) for m in range(1, top + 1) for n in sorted({r.tasks for r in runs})]
     else:
         chosen = min(errors, key=lambda n: errors[n]) if errors["usba"] is not None else "ipso"
-        task_counts = [round(statistics.median(r.tasks for r in runs))]
-    top = 2 * max(r.slots for r in runs)
+        candidates = [(m, n) for m, n in _tasks_by_slots(runs, top).items()]
     fitted = {name: predictor(name, runs) for name in errors}
-    grid = {(m, n): fitted[chosen](m, n) for m in range(1, top + 1) for n in task_counts}
+    grid = {(m, n): fitted[chosen](m, n) for m, n in candidates}
     fastest = min(grid, key=grid.get)
     best = fastest
     if target == "cheapest":
@@ -98,4 +102,12 @@ def recommend(runs: list[Run], *, target: str = "fastest", within: float = 0.10,
     return Advice(slots=slots, executors=math.ceil(slots / cores_per_executor), predicted_s=grid[best],
                   target=target, model=chosen, scaling_type=kind, why=why, tasks=tasks, partitioning_from=source,
                   holdout_error=errors,
-                  curve={name: {m: f(m, tasks) for m in range(1, top + 1)} for name, f in fitted.items()})
+                  curve={name: {m: f(m, n) for m, n in candidates if not partitionings or n == tasks}
+                         for name, f in fitted.items()})
+
+
+def _tasks_by_slots(runs: list[Run], top: int) -> dict[int, int]:
+    """Slots 1..top -> the task count the runs show there: the median measured, else a line fitted through them."""
+    measured = {m: round(statistics.median(r.tasks for r in runs if r.slots == m)) for m in {r.slots for r in runs}}
+    slope, intercept = np.polyfit(list(measured), list(measured.values()), 1)
+    return {m: measured.get(m, max(1, round(intercept + slope * m))) for m in range(1, top + 1)}

@@ -74,10 +74,12 @@ def test_runs_at_two_partitionings_of_one_slot_count_have_usba_advise_the_partit
 
 
 def test_task_counts_that_vary_only_with_the_slots_are_not_a_partitioning_choice():
-    # AQE coalesces shuffle partitions towards the slots: one run per count, each its own task count
+    # AQE coalesces shuffle partitions towards the slots: one run per count, each its own task count, which the
+    # candidates follow (on the line through the runs past them)
     runs = [Run(m, 8 * m, 5 + 80 / m + 2 * m) for m in (1, 2, 3, 4)]
     advice = recommend(runs)
-    assert advice.partitioning_from == "" and advice.tasks == 20  # the runs' median
+    assert advice.partitioning_from == "" and advice.tasks == 8 * advice.slots
+    assert advice.slots == 6 and advice.model == "ipso"
 
 
 def test_too_few_slot_counts_or_a_bad_target_are_refused_saying_why():
