@@ -170,7 +170,7 @@ def test_runtime_model_tracks_a_change_of_c_and_relearns_from_a_history():
 
 def test_runtime_model_with_ipso_scaling_learns_an_overhead_that_grows_with_the_cores():
     # wall = 0.2 + 0.05 N + 4 / N with 4 CPU seconds per iteration: linear keeps one overhead for every count
-    linear, ipso = RuntimeModel(smoothing=1.0), RuntimeModel(smoothing=1.0, scaling="ipso")
+    linear, ipso = RuntimeModel(smoothing=1.0, scaling="linear"), RuntimeModel(smoothing=1.0)
     for cores in [1, 2, 4] * 3:
         for model in (linear, ipso):
             model.update(4.0, wall_s=0.2 + 0.05 * cores + 4.0 / cores, cores=cores)
