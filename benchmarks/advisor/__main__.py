@@ -15,18 +15,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.common import add_master_option, markdown_table, report_header, result_path, run_metadata, write_json, write_markdown
-from spark_plugin.advisor import Run, holdout_errors, load_run, recommend
-from spark_plugin.advisor.recommend import predictor
+from benchmarks.common import (add_master_option, markdown_table, report_header, result_path, run_metadata,
+                               write_json, write_markdown)
+from spark_plugin.advisor import load_run
 
 from . import cluster_of, slaq, where
+from .analysis import analyze, error_columns, error_headers, recorded_run, summarize, summary_sentence
 
-MODELS = ("usba", "ipso")
 THESIS = "USBA (thesis Table 3.1 workloads): 6-12% mean prediction error (Bayes, RF, SVM), 19% (NWeight)"
 
 
@@ -47,23 +46,6 @@ def collect(args, telemetry: Path) -> dict[int, Path]:
             raise SystemExit(f"the TPC-H harness failed at {m} executors (exit {code})")
         [files[m]] = sorted(folder.glob("*.telemetry.jsonl"))
     return files
-
-
-def analyze(runs_by_query: dict[str, list[Run]]) -> dict:
-    """Per query: leave-one-out and extrapolation errors of each model, and the advisor's recommendation."""
-    out = {}
-    for query, runs in runs_by_query.items():
-        runs = sorted(runs, key=lambda r: r.slots)
-        largest = runs[-1]
-        advice = recommend(runs)
-        out[query] = {
-            "runs": [{"slots": r.slots, "tasks": r.tasks, "wall_s": r.wall_s} for r in runs],
-            "holdout_error": {m: statistics.median(holdout_errors(runs, m)) for m in MODELS},
-            "extrapolation_error": {m: abs(predictor(m, runs[:-1])(largest.slots, largest.tasks) - largest.wall_s) / largest.wall_s
-                                    for m in MODELS},
-            "recommended_slots": advice.slots, "model": advice.model, "scaling_type": advice.scaling_type,
-            "fastest_measured": min(runs, key=lambda r: r.wall_s).slots}
-    return out
 
 
 def main(argv=None) -> int:
@@ -92,28 +74,25 @@ def main(argv=None) -> int:
     if args.analyze:
         recorded = json.loads(args.analyze.read_text())
         workload = recorded["meta"]["conf"].get("workload", "tpch")
-        runs = {q: [Run(**r) for r in d["runs"]] for q, d in recorded["queries"].items()}
+        runs = {q: [recorded_run(r, recorded["meta"]["conf"]) for r in d["runs"]]
+                for q, d in recorded["queries"].items()}
         iterations = recorded.get("iterations")
         conf = {**recorded["meta"]["conf"], "measured_at": recorded["meta"].get("git_sha")}
     elif workload == "slaq":
         with tempfile.TemporaryDirectory(prefix="advisor-bench-") as tmp:
             runs, iterations = slaq.measure(args, Path(tmp))
-        conf = {"workload": workload, "master": args.master, "executors": args.executors, "repeat": args.repeat, "rows": args.rows,
-                "partitions": args.partitions, "iterations": args.iterations, "seed": args.seed}
+        conf = {"workload": workload, "master": args.master, "executors": args.executors, "repeat": args.repeat,
+                "rows": args.rows, "partitions": args.partitions, "iterations": args.iterations, "seed": args.seed}
     else:
         with tempfile.TemporaryDirectory(prefix="advisor-bench-") as tmp:
             files = collect(args, Path(tmp))
             groups = sorted({q for q in _groups(files)}, key=lambda g: int(g[1:]))
             runs = {q: [load_run(files[m], q) for m in args.executors] for q in groups}
-        conf = {"workload": workload, "master": args.master, "sf": args.sf, "queries": args.queries, "executors": args.executors,
-                "repeat": args.repeat}
+        conf = {"workload": workload, "master": args.master, "sf": args.sf, "queries": args.queries,
+                "executors": args.executors, "repeat": args.repeat}
     queries = analyze(runs)
-    summary = {f"{kind}_{m}": statistics.median(q[f"{kind}_error"][m] for q in queries.values())
-               for kind in ("holdout", "extrapolation") for m in MODELS}
-    summary["recommended_is_fastest_measured"] = sum(q["recommended_slots"] == q["fastest_measured"]
-                                                     for q in queries.values())
     meta = run_metadata(conf)
-    payload = {"meta": meta, "queries": queries, "summary": summary}
+    payload = {"meta": meta, "queries": queries, "summary": summarize(queries)}
     if workload == "slaq":
         runtime = {kind: slaq.runtime_errors(its) for kind, its in iterations.items()}
         payload |= {"iterations": iterations, "runtime": runtime, "runtime_summary": slaq.summarize_runtime(runtime)}
@@ -132,9 +111,7 @@ def _groups(files: dict[int, Path]) -> set[str]:
 def write_report(json_path: Path) -> Path:
     data = json.loads(Path(json_path).read_text())
     conf, s = data["meta"]["conf"], data["summary"]
-    rows = [[q, " / ".join(f"{r['wall_s']:.1f}" for r in d["runs"]),
-             f"{100 * d['holdout_error']['usba']:.1f}%", f"{100 * d['holdout_error']['ipso']:.1f}%",
-             f"{100 * d['extrapolation_error']['usba']:.1f}%", f"{100 * d['extrapolation_error']['ipso']:.1f}%",
+    rows = [[q, " / ".join(f"{r['wall_s']:.1f}" for r in d["runs"]), *error_columns(d),
              d["scaling_type"], d["recommended_slots"], d["fastest_measured"]] for q, d in data["queries"].items()]
     counts = ", ".join(map(str, conf["executors"]))
     md = report_header(data["meta"], "Scaling advisor: TPC-H queries at held-out executor counts") + [
@@ -143,14 +120,13 @@ def write_report(json_path: Path) -> Path:
         "(job groups `q<N>-warmup`, left out)."
         + (f" Measured at commit {conf['measured_at']}, fitted again here." if conf.get("measured_at") else ""),
         "",
-        f"Median over queries: leave-one-out error USBA **{100 * s['holdout_usba']:.1f}%**, IPSO "
-        f"**{100 * s['holdout_ipso']:.1f}%**; predicting the largest count from the others: USBA "
-        f"{100 * s['extrapolation_usba']:.1f}%, IPSO {100 * s['extrapolation_ipso']:.1f}%. The recommended count "
+        f"Median over queries: leave-one-out error {summary_sentence(s, 'holdout')}; predicting the largest count "
+        f"from the others: {summary_sentence(s, 'extrapolation')}. The recommended count "
         f"is the fastest measured one for {s['recommended_is_fastest_measured']} of {len(data['queries'])} "
         f"queries. Thesis: {THESIS}.",
         "",
-        markdown_table(["query", f"wall s at {counts}", "held-out USBA", "held-out IPSO", "extrapolated USBA",
-                        "extrapolated IPSO", "IPSO type", "recommended slots", "fastest measured"], rows),
+        markdown_table(["query", f"wall s at {counts}", *error_headers(next(iter(data["queries"].values()))),
+                        "IPSO type", "recommended slots", "fastest measured"], rows),
         ""]
     return write_markdown(json_path, md)
 

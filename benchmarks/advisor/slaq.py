@@ -26,6 +26,7 @@ from benchmarks.slaq.workload import KINDS, JobSpec, PinnedJob, datasets, genera
 from spark_plugin.advisor import Run, load_run
 
 from . import cluster_of, where
+from .analysis import error_columns, error_headers, summary_sentence
 
 SCALINGS = ("linear", "ipso")
 
@@ -56,8 +57,8 @@ def measure(args, folder: Path) -> tuple[dict, dict]:
             for kind in KINDS:
                 rounds.setdefault(kind, {}).setdefault(m, []).append(load_run(path, kind))
     runs = {kind: [Run(slots=m, tasks=round(statistics.median(r.tasks for r in rs)),
-                       wall_s=statistics.median(r.wall_s for r in rs)) for m, rs in sorted(by_count.items())]
-            for kind, by_count in rounds.items()}
+                       wall_s=statistics.median(r.wall_s for r in rs), stage_tasks=rs[0].stage_tasks)
+                   for m, rs in sorted(by_count.items())] for kind, by_count in rounds.items()}
     return runs, iterations
 
 
@@ -110,9 +111,8 @@ def write_report(json_path: Path, thesis: str) -> Path:
 
     data = json.loads(Path(json_path).read_text())
     conf, s, rt = data["meta"]["conf"], data["summary"], data["runtime_summary"]
-    counts = ", ".join(map(str, conf["executors"]))
-    runs = [[kind, " / ".join(f"{r['wall_s']:.2f}" for r in d["runs"]),
-             f"{100 * d['holdout_error']['usba']:.1f}%", f"{100 * d['holdout_error']['ipso']:.1f}%",
+    counts, first = ", ".join(map(str, conf["executors"])), next(iter(data["queries"].values()))
+    runs = [[kind, " / ".join(f"{r['wall_s']:.2f}" for r in d["runs"]), *error_columns(d, ("holdout",)),
              d["scaling_type"], d["recommended_slots"], d["fastest_measured"]] for kind, d in data["queries"].items()]
     runtime = [[kind, held, f"{row['measured_s']:.3f}",
                 *(f"{row[s]['predicted_s']:.3f} ({100 * row[s]['error']:.0f}%)" for s in SCALINGS)]
@@ -121,13 +121,14 @@ def write_report(json_path: Path, thesis: str) -> Path:
         f"{conf['rows']} rows per generated data set in {conf['partitions']} partitions, {conf['iterations']} "
         f"iterations per trainer, at {counts} one-core executors ({where(conf)}), "
         f"{conf['repeat']} rounds, the counts' order reversed every other round. A run is a trainer's iterations on "
-        "every partition (median over rounds).",
+        "every partition (median over rounds)."
+        + (f" Measured at commit {conf['measured_at']}, fitted again here." if conf.get("measured_at") else ""),
         "",
-        f"**Advisor**: median leave-one-out error over the trainers USBA **{100 * s['holdout_usba']:.1f}%**, IPSO "
-        f"**{100 * s['holdout_ipso']:.1f}%**; the recommended count is the fastest measured one for "
+        f"**Advisor**: median leave-one-out error over the trainers {summary_sentence(s, 'holdout')}; the "
+        "recommended count is the fastest measured one for "
         f"{s['recommended_is_fastest_measured']} of {len(data['queries'])} trainers. Thesis: {thesis}.",
         "",
-        markdown_table(["trainer", f"wall s at {counts}", "held-out USBA", "held-out IPSO", "IPSO type",
+        markdown_table(["trainer", f"wall s at {counts}", *error_headers(first, ("holdout",)), "IPSO type",
                         "recommended slots", "fastest measured"], runs),
         "",
         f"**SLAQ's runtime model** (one task per granted core; each count's median iteration time predicted from "

@@ -6,6 +6,7 @@ One flow, one module per step; none imports Spark:
    from sparkrm telemetry files or Spark event logs: task slots, tasks and wall time of each;
 2. **fit** (:mod:`.models`): :class:`Usba` regresses run time on ln(N/m), m and N (thesis eq. 3.14-3.16);
    :class:`Ipso` splits it into serial, parallel and scale-out overhead parts and names the scaling type;
+   :class:`Waves` (ours) counts the task waves of the job's stages, the steps USBA's ln(N/m) smooths over;
 3. **predict**: each model predicts every run from the others (:func:`holdout_errors`);
 4. **recommend** (:mod:`.recommend`): :func:`recommend` picks the slots for the fastest run, or the cheapest
    within a margin of it, by the model that predicted the held-out runs best.
@@ -14,8 +15,8 @@ One flow, one module per step; none imports Spark:
 speedups.
 """
 
-from .models import Ipso, Usba
+from .models import Ipso, Usba, Waves
 from .recommend import Advice, holdout_errors, recommend
 from .runs import Run, load_run, load_runs
 
-__all__ = ["Advice", "Ipso", "Run", "Usba", "holdout_errors", "load_run", "load_runs", "recommend"]
+__all__ = ["Advice", "Ipso", "Run", "Usba", "Waves", "holdout_errors", "load_run", "load_runs", "recommend"]

@@ -11,6 +11,11 @@ m is at m* = b/c (the spec's α/β).
 serial part s, a parallel part p and a scale-out overhead o per slot, fitted without negative parts; its
 scaling type follows: I (linear: no serial part, no overhead), III (bounded like Amdahl: a serial part, no
 overhead) or IV (peaks at n* = sqrt(p/o), then falls: the overhead grows with n).
+
+**Waves** (ours): T(m) = s + τ·W(m) + o·m with W(m) = Σ_stages ceil(n_i / m), the task waves of the job's stages
+on m slots, every part non-negative. USBA's ln(N/m) is the smooth form of W for many tasks per slot; with few
+(a stage of 4 tasks runs 2 waves on 2 or 3 slots and 1 on 4 or more), the steps are what a job sees: 3 slots
+gain nothing over 2, and slots past the widest stage gain nothing at all.
 """
 
 from __future__ import annotations
@@ -108,3 +113,28 @@ class Ipso:
 def _features(slots: int, tasks: int, names) -> list[float]:
     value = {"1": 1.0, "ln(N/m)": math.log(max(tasks, 1) / slots), "m": float(slots), "N": float(tasks)}
     return [value[n] for n in names]
+
+
+@dataclass(frozen=True)
+class Waves:
+    """T(m) = serial + per_wave · W(m) + overhead · m, W(m) the task waves of the job's stages on m slots."""
+
+    serial: float
+    per_wave: float
+    overhead: float
+
+    @classmethod
+    def fit(cls, runs: list[Run]) -> "Waves":
+        if len(runs) < 2 or any(not r.stage_tasks for r in runs):
+            raise ValueError("the waves model needs runs at two or more slot counts, each with its stages' task counts")
+        X = np.array([[1.0, waves(r.stage_tasks, r.slots), float(r.slots)] for r in runs])
+        parts, _ = nnls(X, np.array([r.wall_s for r in runs]))
+        return cls(*(float(p) for p in parts))
+
+    def predict(self, slots: int, stage_tasks) -> float:
+        return self.serial + self.per_wave * waves(stage_tasks, slots) + self.overhead * slots
+
+
+def waves(stage_tasks, slots: int) -> int:
+    """Σ ceil(n_i / slots): the rounds of tasks the stages run on ``slots`` slots."""
+    return sum(-(-n // slots) for n in stage_tasks)

@@ -1,12 +1,14 @@
 """Recommend: how many task slots a job should get, by the model that predicts its held-out runs best.
 
-Both models are fitted on all runs; with three or more runs each also predicts every run from the others
-(leave-one-out), and the one with the smaller median error recommends. Candidates run from one slot to twice
-the most slots measured: further out the fits extrapolate past anything they saw. When the runs differ in their
-task count at the same slots (the job ran with different partitionings), USBA, the one model with the task count
-N in it, also picks the partitioning: among the measured task counts only, so the advice names a run whose setting
-to keep. A task count that varies only with the slots is Spark's own doing (AQE coalescing towards the slots):
-each candidate is then predicted at the task count the runs show for it (measured, else a line through them).
+Every model the runs allow (USBA, IPSO, and the waves model when the runs carry their stages' task counts) is
+fitted on all runs; with three or more runs each also predicts every run from the others (leave-one-out), and
+the one with the smallest median error recommends. Candidates run from one slot to twice the most slots
+measured: further out the fits extrapolate past anything they saw. When the runs differ in their task count at
+the same slots (the job ran with different partitionings), USBA or the waves model, which have the task counts
+in them, also pick the partitioning: among the measured task counts only, so the advice names a run whose
+setting to keep. A task count that varies only with the slots is Spark's own doing (AQE coalescing towards the
+slots): each candidate is then predicted at the task count the runs show for it (measured, else a line through
+them) with the stages of the run nearest in slots.
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .models import Ipso, Usba
+from .models import Ipso, Usba, Waves
 from .runs import Run
 
 TARGETS = ("fastest", "cheapest")
+MODELS = ("usba", "ipso", "waves")
 
 
 @dataclass(frozen=True)
@@ -45,15 +48,23 @@ class Advice:
         return self.tasks / self.slots
 
 
+def models_for(runs: list[Run]) -> tuple[str, ...]:
+    """The models these runs can fit: the waves model needs every run's stage task counts."""
+    return MODELS if all(r.stage_tasks for r in runs) else MODELS[:2]
+
+
 def predictor(name: str, runs: list[Run]):
-    """A function ``(slots, tasks=None)`` fitted on ``runs`` by model ``name`` (``usba`` or ``ipso``); ``tasks``
-    defaults to the runs' median task count, and IPSO, which has no task count in it, ignores it."""
-    default = round(statistics.median(r.tasks for r in runs))
+    """A function ``(slots, like=None)``: the run time model ``name`` (``usba``, ``ipso``, ``waves``) fitted on
+    ``runs`` predicts on ``slots`` slots for a run shaped like ``like`` (its task count, its stages' task counts);
+    without it, the runs' median task count and the stages of the run nearest in slots. IPSO has no shape in it."""
     if name == "usba":
-        model = Usba.fit(runs)
-        return lambda slots, tasks=None: model.predict(slots, default if tasks is None else tasks)
+        model, tasks = Usba.fit(runs), round(statistics.median(r.tasks for r in runs))
+        return lambda slots, like=None: model.predict(slots, tasks if like is None else like.tasks)
+    if name == "waves":
+        model = Waves.fit(runs)
+        return lambda slots, like=None: model.predict(slots, (like or _nearest(runs, slots)).stage_tasks)
     model = Ipso.fit(runs)
-    return lambda slots, tasks=None: model.predict(slots)
+    return lambda slots, like=None: model.predict(slots)
 
 
 def holdout_errors(runs: list[Run], name: str) -> list[float]:
@@ -61,7 +72,7 @@ def holdout_errors(runs: list[Run], name: str) -> list[float]:
     errors = []
     for i, run in enumerate(runs):
         rest = runs[:i] + runs[i + 1:]
-        errors.append(abs(predictor(name, rest)(run.slots, run.tasks) - run.wall_s) / run.wall_s)
+        errors.append(abs(predictor(name, rest)(run.slots, run) - run.wall_s) / run.wall_s)
     return errors
 
 
@@ -81,17 +92,18 @@ def recommend(runs: list[Run], *, target: str = "fastest", within: float = 0.10,
         raise ValueError("the advisor needs runs at two or more slot counts (executors x cores); got "
                          f"{sorted({r.slots for r in runs})}")
     errors = {name: statistics.median(holdout_errors(runs, name)) if len(runs) >= 3 else None
-              for name in ("usba", "ipso")}
+              for name in models_for(runs)}
     partitionings = any(len({r.tasks for r in runs if r.slots == m}) > 1 for m in {r.slots for r in runs})
     top = 2 * max(r.slots for r in runs)
-    if partitionings:
-        chosen = "usba"
+    if partitionings:  # IPSO has no task count in it
+        shaped = [n for n in errors if n != "ipso"]
+        chosen = min(shaped, key=lambda n: errors[n]) if errors["usba"] is not None else "usba"
         candidates = [(m, n) for m in range(1, top + 1) for n in sorted({r.tasks for r in runs})]
     else:
         chosen = min(errors, key=lambda n: errors[n]) if errors["usba"] is not None else "ipso"
         candidates = [(m, n) for m, n in _tasks_by_slots(runs, top).items()]
     fitted = {name: predictor(name, runs) for name in errors}
-    grid = {(m, n): fitted[chosen](m, n) for m, n in candidates}
+    grid = {(m, n): fitted[chosen](m, _shape(runs, m, n)) for m, n in candidates}
     fastest = min(grid, key=grid.get)
     best = fastest
     if target == "cheapest":
@@ -102,8 +114,19 @@ def recommend(runs: list[Run], *, target: str = "fastest", within: float = 0.10,
     return Advice(slots=slots, executors=math.ceil(slots / cores_per_executor), predicted_s=grid[best],
                   target=target, model=chosen, scaling_type=kind, why=why, tasks=tasks, partitioning_from=source,
                   holdout_error=errors,
-                  curve={name: {m: f(m, n) for m, n in candidates if not partitionings or n == tasks}
-                         for name, f in fitted.items()})
+                  curve={name: {m: f(m, _shape(runs, m, n)) for m, n in candidates
+                                if not partitionings or n == tasks} for name, f in fitted.items()})
+
+
+def _nearest(runs: list[Run], slots: int, tasks: int | None = None) -> Run:
+    """The run nearest ``slots`` (the larger on a tie), among those of ``tasks`` tasks when given."""
+    pool = [r for r in runs if tasks is None or r.tasks == tasks] or runs
+    return min(pool, key=lambda r: (abs(r.slots - slots), -r.slots))
+
+
+def _shape(runs: list[Run], slots: int, tasks: int) -> Run:
+    """A candidate run on ``slots`` slots with ``tasks`` tasks, its stages those of the nearest run of that many."""
+    return Run(slots=slots, tasks=tasks, wall_s=0.0, stage_tasks=_nearest(runs, slots, tasks).stage_tasks)
 
 
 def _tasks_by_slots(runs: list[Run], top: int) -> dict[int, int]:

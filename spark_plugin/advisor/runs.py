@@ -17,12 +17,14 @@ from spark_plugin.errors import SparkrmError
 
 @dataclass(frozen=True)
 class Run:
-    """One run of a job: ``slots`` task slots, ``tasks`` tasks in all, ``wall_s`` seconds."""
+    """One run of a job: ``slots`` task slots, ``tasks`` tasks in all, ``wall_s`` seconds; ``stage_tasks``, the
+    task count of each of its stages (empty when unknown), gives its waves at any slot count."""
 
     slots: int
     tasks: int
     wall_s: float
     source: str = ""
+    stage_tasks: tuple[int, ...] = ()
 
 
 def load_runs(paths, job: str | None = None) -> list[Run]:
@@ -56,9 +58,9 @@ def load_run(path: Path, job: str | None = None) -> Run:
     if slots < 1:
         raise SparkrmError(f"{path} records no executor: the run's task slots are unknown.")
     stage_ids = {s for j in mine for s in j["stages"]}
-    tasks = sum(n for sid, n in stages.items() if sid in stage_ids)
+    stage_tasks = tuple(n for sid, n in sorted(stages.items()) if sid in stage_ids)
     wall_ms = max(j["end"] for j in mine) - min(j["start"] for j in mine)
-    return Run(slots=slots, tasks=tasks, wall_s=wall_ms / 1000, source=str(path))
+    return Run(slots=slots, tasks=sum(stage_tasks), wall_s=wall_ms / 1000, source=str(path), stage_tasks=stage_tasks)
 
 
 def _from_telemetry(path: Path):

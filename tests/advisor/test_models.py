@@ -2,10 +2,12 @@
 
 import json
 import math
+import statistics
 
 import pytest
 
-from spark_plugin.advisor import Ipso, Run, Usba, holdout_errors, load_run, recommend
+from spark_plugin.advisor import Ipso, Run, Usba, Waves, holdout_errors, load_run, recommend
+from spark_plugin.advisor.models import waves
 from spark_plugin.errors import SparkrmError
 
 
@@ -82,6 +84,24 @@ def test_task_counts_that_vary_only_with_the_slots_are_not_a_partitioning_choice
     assert advice.slots == 6 and advice.model == "ipso"
 
 
+def test_the_waves_model_sees_the_steps_of_few_tasks_per_slot_and_advises_no_more_slots_than_tasks():
+    # ten one-stage iterations of 4 tasks: 2 and 3 slots both run 2 waves; past 4 slots nothing is gained
+    stages = (4,) * 10
+    runs = [Run(m, 40, 0.5 + 0.4 * waves(stages, m) + 0.05 * m, stage_tasks=stages) for m in (1, 2, 3, 4)]
+    assert max(holdout_errors(runs, "waves")) < 0.02  # without 2 slots, waves and slots are collinear: near, not exact
+    assert statistics.median(holdout_errors(runs, "ipso")) > 0.05
+    advice = recommend(runs)
+    assert advice.model == "waves" and advice.slots == 4 and set(advice.holdout_error) == {"usba", "ipso", "waves"}
+    assert Waves.fit(runs).predict(8, stages) > Waves.fit(runs).predict(4, stages)
+
+
+def test_without_stage_task_counts_the_waves_model_is_left_out():
+    runs = runs_of(lambda n: 5 + 80 / n + 2 * n)
+    assert set(recommend(runs).holdout_error) == {"usba", "ipso"}
+    with pytest.raises(ValueError, match="stages' task counts"):
+        Waves.fit(runs)
+
+
 def test_too_few_slot_counts_or_a_bad_target_are_refused_saying_why():
     with pytest.raises(ValueError, match="two or more slot counts"):
         recommend([Run(2, 10, 5.0), Run(2, 10, 5.5)])
@@ -104,7 +124,7 @@ def event_log(path, slots, group="q1"):
 
 def test_spark_event_logs_are_read_as_runs(tmp_path):
     run = load_run(event_log(tmp_path / "app-1", 4), job="q1")
-    assert (run.slots, run.tasks, run.wall_s) == (4, 12, 2.5)
+    assert (run.slots, run.tasks, run.wall_s, run.stage_tasks) == (4, 12, 2.5, (8, 4))
 
 
 def test_a_missing_job_group_or_a_foreign_file_is_named(tmp_path):

@@ -28,7 +28,7 @@ def test_each_application_is_one_run_of_the_job_group(tmp_path):
         run_job(f"local-cluster[{n},1,1024]", tmp_path / str(n))
     files = sorted(tmp_path.glob("*/*.telemetry.jsonl"))
     runs = load_runs(files, job="squares")
-    assert [(r.slots, r.tasks) for r in runs] == [(1, 8), (2, 8)]
+    assert [(r.slots, r.tasks, r.stage_tasks) for r in runs] == [(1, 8, (8,)), (2, 8, (8,))]
     assert all(r.wall_s > 0 for r in runs)
     advice = recommend(runs)
-    assert advice.holdout_error == {"usba": None, "ipso": None} and advice.model == "ipso"
+    assert advice.holdout_error == {"usba": None, "ipso": None, "waves": None} and advice.model == "ipso"

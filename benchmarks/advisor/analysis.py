@@ -1,0 +1,61 @@
+"""The advisor benchmark's analysis: each job's runs predicted at held-out counts by every model they allow."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, replace
+
+from spark_plugin.advisor import Run, holdout_errors, recommend
+from spark_plugin.advisor.recommend import MODELS, models_for, predictor
+
+
+def analyze(runs_by_query: dict[str, list[Run]]) -> dict:
+    """Per job: leave-one-out and extrapolation errors of each model the runs allow, and the recommendation."""
+    out = {}
+    for query, runs in runs_by_query.items():
+        runs = sorted(runs, key=lambda r: r.slots)
+        largest = runs[-1]
+        advice = recommend(runs)
+        models = models_for(runs)
+        out[query] = {
+            "runs": [asdict(r) | {"source": ""} for r in runs],
+            "holdout_error": {m: statistics.median(holdout_errors(runs, m)) for m in models},
+            "extrapolation_error": {m: abs(predictor(m, runs[:-1])(largest.slots, largest) - largest.wall_s)
+                                    / largest.wall_s for m in models},
+            "recommended_slots": advice.slots, "model": advice.model, "scaling_type": advice.scaling_type,
+            "fastest_measured": min(runs, key=lambda r: r.wall_s).slots}
+    return out
+
+
+def summarize(queries: dict) -> dict:
+    """Median errors over jobs of each model every job could fit, and how often the advice is the fastest count."""
+    models = [m for m in MODELS if all(m in q["holdout_error"] for q in queries.values())]
+    summary = {f"{kind}_{m}": statistics.median(q[f"{kind}_error"][m] for q in queries.values())
+               for kind in ("holdout", "extrapolation") for m in models}
+    summary["recommended_is_fastest_measured"] = sum(q["recommended_slots"] == q["fastest_measured"]
+                                                     for q in queries.values())
+    return summary
+
+
+def error_columns(d: dict, kinds=("holdout", "extrapolation")) -> list[str]:
+    """A job's errors, model by model, for a report row (``error_headers`` names them)."""
+    return [f"{100 * d[f'{kind}_error'][m]:.1f}%" for kind in kinds for m in MODELS if m in d[f"{kind}_error"]]
+
+
+def error_headers(d: dict, kinds=("holdout", "extrapolation")) -> list[str]:
+    words = {"holdout": "held-out", "extrapolation": "extrapolated"}
+    return [f"{words[kind]} {m.upper()}" for kind in kinds for m in MODELS if m in d[f"{kind}_error"]]
+
+
+def summary_sentence(s: dict, kind: str) -> str:
+    """``USBA **10.8%**, IPSO **13.7%**`` for the models the summary holds."""
+    return ", ".join(f"{m.upper()} **{100 * s[f'{kind}_{m}']:.1f}%**" for m in MODELS if f"{kind}_{m}" in s)
+
+
+def recorded_run(r: dict, conf: dict) -> Run:
+    """A run from a result file. Results before the waves model lack stage task counts; the SLAQ trainers' are
+    known (every stage of theirs has ``partitions`` tasks), TPC-H's are not."""
+    run = Run(**{**r, "stage_tasks": tuple(r.get("stage_tasks", ()))})
+    if not run.stage_tasks and conf.get("workload") == "slaq" and run.tasks % conf["partitions"] == 0:
+        run = replace(run, stage_tasks=(conf["partitions"],) * (run.tasks // conf["partitions"]))
+    return run
