@@ -24,7 +24,8 @@ from benchmarks.common import (add_master_option, markdown_table, report_header,
 from spark_plugin.advisor import load_run
 
 from . import cluster_of, slaq, where
-from .analysis import analyze, error_columns, error_headers, recorded_run, summarize, summary_sentence
+from .analysis import (ADVICE_HEADERS, advice_columns, advice_sentence, analyze, error_columns, error_headers,
+                       recorded_run, summarize, summary_sentence)
 
 THESIS = "USBA (thesis Table 3.1 workloads): 6-12% mean prediction error (Bayes, RF, SVM), 19% (NWeight)"
 
@@ -112,7 +113,7 @@ def write_report(json_path: Path) -> Path:
     data = json.loads(Path(json_path).read_text())
     conf, s = data["meta"]["conf"], data["summary"]
     rows = [[q, " / ".join(f"{r['wall_s']:.1f}" for r in d["runs"]), *error_columns(d),
-             d["scaling_type"], d["recommended_slots"], d["fastest_measured"]] for q, d in data["queries"].items()]
+             *advice_columns(d)] for q, d in data["queries"].items()]
     counts = ", ".join(map(str, conf["executors"]))
     md = report_header(data["meta"], "Scaling advisor: TPC-H queries at held-out executor counts") + [
         f"TPC-H SF {conf['sf']:g}, each query run {conf['repeat']} times (timed together) at {counts} executors "
@@ -121,12 +122,11 @@ def write_report(json_path: Path) -> Path:
         + (f" Measured at commit {conf['measured_at']}, fitted again here." if conf.get("measured_at") else ""),
         "",
         f"Median over queries: leave-one-out error {summary_sentence(s, 'holdout')}; predicting the largest count "
-        f"from the others: {summary_sentence(s, 'extrapolation')}. The recommended count "
-        f"is the fastest measured one for {s['recommended_is_fastest_measured']} of {len(data['queries'])} "
-        f"queries. Thesis: {THESIS}.",
+        f"from the others: {summary_sentence(s, 'extrapolation')}. "
+        f"{advice_sentence(s, len(data['queries']), 'queries')} Thesis: {THESIS}.",
         "",
         markdown_table(["query", f"wall s at {counts}", *error_headers(next(iter(data["queries"].values()))),
-                        "IPSO type", "recommended slots", "fastest measured"], rows),
+                        *ADVICE_HEADERS], rows),
         ""]
     return write_markdown(json_path, md)
 

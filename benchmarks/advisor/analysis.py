@@ -16,14 +16,15 @@ def analyze(runs_by_query: dict[str, list[Run]]) -> dict:
         runs = sorted(runs, key=lambda r: r.slots)
         largest = runs[-1]
         advice = recommend(runs)
+        measured = recommend(runs, max_slots=largest.slots)  # what this run can check: the measured counts
         models = models_for(runs)
         out[query] = {
             "runs": [asdict(r) | {"source": ""} for r in runs],
             "holdout_error": {m: statistics.median(holdout_errors(runs, m)) for m in models},
             "extrapolation_error": {m: abs(predictor(m, runs[:-1])(largest.slots, largest) - largest.wall_s)
                                     / largest.wall_s for m in models},
-            "recommended_slots": advice.slots, "model": advice.model, "scaling_type": advice.scaling_type,
-            "fastest_measured": min(runs, key=lambda r: r.wall_s).slots}
+            "recommended_slots": advice.slots, "recommended_measured_slots": measured.slots, "model": advice.model,
+            "scaling_type": advice.scaling_type, "fastest_measured": min(runs, key=lambda r: r.wall_s).slots}
     return out
 
 
@@ -32,8 +33,10 @@ def summarize(queries: dict) -> dict:
     models = [m for m in MODELS if all(m in q["holdout_error"] for q in queries.values())]
     summary = {f"{kind}_{m}": statistics.median(q[f"{kind}_error"][m] for q in queries.values())
                for kind in ("holdout", "extrapolation") for m in models}
-    summary["recommended_is_fastest_measured"] = sum(q["recommended_slots"] == q["fastest_measured"]
+    summary["recommended_is_fastest_measured"] = sum(q["recommended_measured_slots"] == q["fastest_measured"]
                                                      for q in queries.values())
+    summary["recommended_past_measured"] = sum(q["recommended_slots"] > max(r["slots"] for r in q["runs"])
+                                               for q in queries.values())
     return summary
 
 
@@ -59,3 +62,17 @@ def recorded_run(r: dict, conf: dict) -> Run:
     if not run.stage_tasks and conf.get("workload") == "slaq" and run.tasks % conf["partitions"] == 0:
         run = replace(run, stage_tasks=(conf["partitions"],) * (run.tasks // conf["partitions"]))
     return run
+
+
+ADVICE_HEADERS = ["IPSO type", "advised slots (up to 2x measured)", "advised among measured", "fastest measured"]
+
+
+def advice_columns(d: dict) -> list:
+    return [d["scaling_type"], d["recommended_slots"], d["recommended_measured_slots"], d["fastest_measured"]]
+
+
+def advice_sentence(s: dict, jobs: int, noun: str) -> str:
+    """How often the advice is checked right here: among the measured counts, the fastest measured one."""
+    return (f"Advised among the measured counts, the advisor picks the fastest measured one for "
+            f"{s['recommended_is_fastest_measured']} of {jobs} {noun}; with candidates up to twice the most "
+            f"measured, it advises more slots than measured for {s['recommended_past_measured']} (not checked here).")

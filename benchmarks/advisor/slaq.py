@@ -26,7 +26,7 @@ from benchmarks.slaq.workload import KINDS, JobSpec, PinnedJob, datasets, genera
 from spark_plugin.advisor import Run, load_run
 
 from . import cluster_of, where
-from .analysis import error_columns, error_headers, summary_sentence
+from .analysis import ADVICE_HEADERS, advice_columns, advice_sentence, error_columns, error_headers, summary_sentence
 
 SCALINGS = ("linear", "ipso")
 
@@ -113,7 +113,7 @@ def write_report(json_path: Path, thesis: str) -> Path:
     conf, s, rt = data["meta"]["conf"], data["summary"], data["runtime_summary"]
     counts, first = ", ".join(map(str, conf["executors"])), next(iter(data["queries"].values()))
     runs = [[kind, " / ".join(f"{r['wall_s']:.2f}" for r in d["runs"]), *error_columns(d, ("holdout",)),
-             d["scaling_type"], d["recommended_slots"], d["fastest_measured"]] for kind, d in data["queries"].items()]
+             *advice_columns(d)] for kind, d in data["queries"].items()]
     runtime = [[kind, held, f"{row['measured_s']:.3f}",
                 *(f"{row[s]['predicted_s']:.3f} ({100 * row[s]['error']:.0f}%)" for s in SCALINGS)]
                for kind, rows in data["runtime"].items() for held, row in rows.items()]
@@ -124,12 +124,11 @@ def write_report(json_path: Path, thesis: str) -> Path:
         "every partition (median over rounds)."
         + (f" Measured at commit {conf['measured_at']}, fitted again here." if conf.get("measured_at") else ""),
         "",
-        f"**Advisor**: median leave-one-out error over the trainers {summary_sentence(s, 'holdout')}; the "
-        "recommended count is the fastest measured one for "
-        f"{s['recommended_is_fastest_measured']} of {len(data['queries'])} trainers. Thesis: {thesis}.",
+        f"**Advisor**: median leave-one-out error over the trainers {summary_sentence(s, 'holdout')}. "
+        f"{advice_sentence(s, len(data['queries']), 'trainers')} Thesis: {thesis}.",
         "",
-        markdown_table(["trainer", f"wall s at {counts}", *error_headers(first, ("holdout",)), "IPSO type",
-                        "recommended slots", "fastest measured"], runs),
+        markdown_table(["trainer", f"wall s at {counts}", *error_headers(first, ("holdout",)), *ADVICE_HEADERS],
+                       runs),
         "",
         f"**SLAQ's runtime model** (one task per granted core; each count's median iteration time predicted from "
         f"the other counts' iterations): median error linear (overhead + c*S/N) **{100 * rt['linear']:.1f}%**, "

@@ -23,12 +23,16 @@ def main(argv=None) -> int:
                         help="fastest, or cheapest: fewest slot-seconds within --within of the fastest")
     parser.add_argument("--within", type=float, default=10.0, help="percent slower allowed for cheapest (default 10)")
     parser.add_argument("--cores-per-executor", type=int, default=1, help="to turn slots into executors (default 1)")
+    parser.add_argument("--max-slots", type=int, default=None,
+                        help="the most task slots to advise, e.g. the cluster's cores (default: twice the most run)")
     parser.add_argument("--plot", type=Path, default=None, help="write measured and fitted speedups to this PNG")
     args = parser.parse_args(argv)
     try:
         runs = sorted(load_runs(args.files, args.job), key=lambda r: r.slots)
+        if args.max_slots is not None and args.max_slots < 1:
+            raise ValueError(f"--max-slots must be >= 1, got {args.max_slots}")
         advice = recommend(runs, target=args.target, within=args.within / 100,
-                           cores_per_executor=args.cores_per_executor)
+                           cores_per_executor=args.cores_per_executor, max_slots=args.max_slots)
     except (SparkrmError, ValueError) as e:
         print(f"advisor: {e}", file=sys.stderr)
         return 2

@@ -77,9 +77,10 @@ def holdout_errors(runs: list[Run], name: str) -> list[float]:
 
 
 def recommend(runs: list[Run], *, target: str = "fastest", within: float = 0.10,
-              cores_per_executor: int = 1) -> Advice:
+              cores_per_executor: int = 1, max_slots: int | None = None) -> Advice:
     """The slots (and partitioning) for ``target``: ``fastest``, or ``cheapest`` (fewest slot-seconds) within
-    ``within`` of it.
+    ``within`` of it, among 1 to ``max_slots`` slots (default: twice the most measured; pass the cluster's size,
+    or the most measured to advise only what was run).
 
     Raises
     ------
@@ -94,7 +95,7 @@ def recommend(runs: list[Run], *, target: str = "fastest", within: float = 0.10,
     errors = {name: statistics.median(holdout_errors(runs, name)) if len(runs) >= 3 else None
               for name in models_for(runs)}
     partitionings = any(len({r.tasks for r in runs if r.slots == m}) > 1 for m in {r.slots for r in runs})
-    top = 2 * max(r.slots for r in runs)
+    top = max_slots or 2 * max(r.slots for r in runs)
     if partitionings:  # IPSO has no task count in it
         shaped = [n for n in errors if n != "ipso"]
         chosen = min(shaped, key=lambda n: errors[n]) if errors["usba"] is not None else "usba"

@@ -2,6 +2,7 @@
 
 import pytest
 
+from benchmarks.advisor.analysis import analyze, recorded_run, summarize
 from benchmarks.advisor.slaq import runtime_errors, summarize_runtime
 
 
@@ -24,3 +25,15 @@ def test_each_count_is_predicted_from_the_others_by_both_scalings():
 def test_with_one_overhead_for_every_count_both_scalings_are_exact():
     rows = runtime_errors(iterations_of(lambda n: 0.3 + 4.0 / n))
     assert all(row[s]["error"] == pytest.approx(0.0, abs=1e-9) for row in rows.values() for s in ("linear", "ipso"))
+
+
+def test_recorded_trainer_runs_get_their_stages_back_and_the_waves_model_fits_them():
+    # results recorded before stage task counts were: every stage of a trainer has --partitions tasks
+    conf = {"workload": "slaq", "partitions": 4}
+    runs = [recorded_run({"slots": m, "tasks": 40, "wall_s": 1 + 4 * -(-4 // m), "source": ""}, conf)
+            for m in (1, 2, 3, 4)]
+    assert runs[0].stage_tasks == (4,) * 10
+    summary = summarize(analyze({"kmeans": runs}))
+    assert summary["holdout_waves"] < 0.02 < summary["holdout_ipso"]
+    tpch = recorded_run({"slots": 2, "tasks": 45, "wall_s": 3.0, "source": ""}, {"sf": 1})
+    assert tpch.stage_tasks == ()  # unknown: the waves model is left out

@@ -102,6 +102,11 @@ def test_without_stage_task_counts_the_waves_model_is_left_out():
         Waves.fit(runs)
 
 
+def test_max_slots_bounds_the_advice_to_the_cluster():
+    runs = runs_of(lambda n: 2 + 80 / n)  # type III: still faster at twice the most measured
+    assert recommend(runs).slots == 8 and recommend(runs, max_slots=4).slots == 4
+
+
 def test_too_few_slot_counts_or_a_bad_target_are_refused_saying_why():
     with pytest.raises(ValueError, match="two or more slot counts"):
         recommend([Run(2, 10, 5.0), Run(2, 10, 5.5)])
