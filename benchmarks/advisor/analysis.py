@@ -1,4 +1,5 @@
-"""The advisor benchmark's analysis: each job's runs predicted at held-out counts by every model they allow."""
+"""The advisor benchmark's analysis (each job's runs predicted at held-out counts by every model they allow) and
+the pieces of its reports."""
 
 from __future__ import annotations
 
