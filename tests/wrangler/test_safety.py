@@ -118,7 +118,8 @@ def test_the_guard_stops_a_useless_model_from_holding_a_healthy_executor(spark, 
     # an idle machine, 8-10.5% on a loaded CI one (2026-11-25/26), so the test checks the mechanism, not a share.
     # A hold's lone witness may run over 1.3x its stage's median by chance on a loaded machine; that hold stands to
     # the cap (3 s, once in a clean-clone CI on 2026-11-25) and is the one hold allowed to; the executor then rests
-    # (is not held again for a while) by design, so "resting" decisions follow such a hold.
+    # (is not held again for a while) by design, so "resting" decisions follow such a hold, and when that hold
+    # stood the back-off starts again from twice the cap (clean-clone CI of ddf19f6: 6 s, 12 s, 6 s).
     assert len(loop.decisions_) >= 10
     holds = [h for h in records["wrangler_hold"].to_pylist() if h["executorId"] == "1"]
     capped = [h for h in holds if h["endReason"] == "cap"]
@@ -136,8 +137,10 @@ def test_the_guard_stops_a_useless_model_from_holding_a_healthy_executor(spark, 
     guard = records["wrangler_guard"].to_pylist()
     assert guard and {g["executorId"] for g in guard} == {"1"}
     assert all(g["executorMedian"] <= 1.3 * g["othersMedian"] and g["tasks"] >= 1 for g in guard)
-    assert [g["backoffMs"] for g in guard] == sorted(g["backoffMs"] for g in guard)  # it doubles while repeated
-    assert guard[0]["backoffMs"] == 2 * CAP_MS
+    backoffs = [g["backoffMs"] for g in guard]
+    assert backoffs[0] == 2 * CAP_MS
+    for before, after in zip(backoffs, backoffs[1:]):  # it doubles while repeated; a hold that stood resets it
+        assert after == 2 * before or (capped and after == 2 * CAP_MS), backoffs
 
 
 def test_a_frozen_executor_is_held_while_silent_and_released_after(spark, tm):
