@@ -4,11 +4,12 @@
 vanilla) on an embedded local-cluster of each ``--executors`` count in turn (one core each), recording telemetry;
 each query is then a job (job group ``q<N>``) with one run per count, its time the ``--repeat`` timed executions
 together. ``--workload slaq``: the four SLAQ trainers, and SLAQ's runtime model with each scaling
-(:mod:`benchmarks.advisor.slaq`). For every job and model (USBA, IPSO) each count is predicted from the other
-counts (leave-one-out), and the largest count from the smaller ones (extrapolation); reported are the median errors
-per job and over jobs, beside the thesis's (USBA: 6-12% on Bayes, RF and SVM, 19% on NWeight, predicting
-from runs at N_p <= 64). This machine has 2 cores: past two executors the jobs cannot run faster, so the
-models must also find where scaling stops.
+(:mod:`benchmarks.advisor.slaq`). For every job and model (USBA, IPSO, and waves where the runs carry their stages'
+task counts) each count is predicted from the other counts (leave-one-out), and the largest count from the
+smaller ones (extrapolation); reported are the median errors per job and over jobs, beside the thesis's (USBA:
+6-12% on Bayes, RF and SVM, 19% on NWeight, predicting from runs at N_p <= 64). On the embedded cluster this
+2-core machine runs, past two executors the jobs cannot run faster, so the models must also find where scaling
+stops; ``--master`` runs on the emulated hosts instead.
 """
 
 from __future__ import annotations
@@ -38,9 +39,9 @@ def collect(args, telemetry: Path) -> dict[int, Path]:
     for m in args.executors:
         folder = telemetry / f"executors-{m}"
         master, conf = cluster_of(args.master, m)
-        where = ["--executors", str(m)] if args.master is None else ["--master", master]
+        placement = ["--executors", str(m)] if args.master is None else ["--master", master]
         code = cli.main(["--sf", str(args.sf), "--queries", args.queries, "--modes", "vanilla", "--warmups", "1",
-                         "--repeat", str(args.repeat), *where, "--no-validate", "--no-progress",
+                         "--repeat", str(args.repeat), *placement, "--no-validate", "--no-progress",
                          "--out", str(telemetry / f"out-{m}"),
                          *(f"--conf={k}={v}" for k, v in {**conf, "spark.sparkrm.telemetry.dir": folder}.items())])
         if code != 0:

@@ -97,14 +97,15 @@ def recommend(runs: list[Run], *, target: str = "fastest", within: float = 0.10,
     partitionings = any(len({r.tasks for r in runs if r.slots == m}) > 1 for m in {r.slots for r in runs})
     top = max_slots or 2 * max(r.slots for r in runs)
     if partitionings:  # IPSO has no task count in it
-        shaped = [n for n in errors if n != "ipso"]
-        chosen = min(shaped, key=lambda n: errors[n]) if errors["usba"] is not None else "usba"
+        eligible, fallback = [n for n in errors if n != "ipso"], "usba"
         candidates = [(m, n) for m in range(1, top + 1) for n in sorted({r.tasks for r in runs})]
     else:
-        chosen = min(errors, key=lambda n: errors[n]) if errors["usba"] is not None else "ipso"
-        candidates = [(m, n) for m, n in _tasks_by_slots(runs, top).items()]
+        eligible, fallback = list(errors), "ipso"
+        candidates = list(_tasks_by_slots(runs, top).items())
+    chosen = min(eligible, key=lambda n: errors[n]) if errors["usba"] is not None else fallback
+    shapes = {(m, n): _shape(runs, m, n) for m, n in candidates}
     fitted = {name: predictor(name, runs) for name in errors}
-    grid = {(m, n): fitted[chosen](m, _shape(runs, m, n)) for m, n in candidates}
+    grid = {(m, n): fitted[chosen](m, shape) for (m, n), shape in shapes.items()}
     fastest = min(grid, key=grid.get)
     best = fastest
     if target == "cheapest":
@@ -115,8 +116,8 @@ def recommend(runs: list[Run], *, target: str = "fastest", within: float = 0.10,
     return Advice(slots=slots, executors=math.ceil(slots / cores_per_executor), predicted_s=grid[best],
                   target=target, model=chosen, scaling_type=kind, why=why, tasks=tasks, partitioning_from=source,
                   holdout_error=errors,
-                  curve={name: {m: f(m, _shape(runs, m, n)) for m, n in candidates
-                                if not partitionings or n == tasks} for name, f in fitted.items()})
+                  curve={name: {m: f(m, shape) for (m, n), shape in shapes.items() if not partitionings or n == tasks}
+                         for name, f in fitted.items()})
 
 
 def _nearest(runs: list[Run], slots: int, tasks: int | None = None) -> Run:

@@ -134,11 +134,12 @@ class RuntimeModel:
         self.c_ = sample if self.c_ is None else self._smooth(self.c_, sample)
         if wall_s is not None and cores:
             overhead = max(float(wall_s) - cpu_time_s / cores, 0.0)
-            self.overhead_s_ = overhead if not self.overheads_ else self._smooth(self.overhead_s_, overhead)
-            seen = self.overheads_.get(int(cores))
+            first, seen = not self.overheads_, self.overheads_.get(int(cores))
             self.overheads_[int(cores)] = overhead if seen is None else self._smooth(seen, overhead)
             if self.scaling == "ipso" and len(self.overheads_) >= 2:
                 self._fit_scale_out()
+            else:
+                self.overhead_s_ = overhead if first else self._smooth(self.overhead_s_, overhead)
         self.data_size_ = float(data_size)
         self.n_samples_ += 1
         return self
