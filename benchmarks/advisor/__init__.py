@@ -1,5 +1,23 @@
 """Benchmarks of the scaling advisor (``python -m benchmarks.advisor``)."""
 
+from __future__ import annotations
+
+
+def round_order(counts: list[int], round_index: int) -> list[int]:
+    """The executor counts in the order a round runs them: as given in even rounds, reversed in odd ones, so a
+    drift over the benchmark (a warming page cache, a neighbour) does not bend every curve the same way."""
+    return counts if round_index % 2 == 0 else counts[::-1]
+
+
+def median_run(slots: int, runs):
+    """One count's run over rounds: the median wall time and task count (stages of the first round)."""
+    import statistics
+
+    from spark_plugin.advisor import Run
+
+    return Run(slots=slots, tasks=round(statistics.median(r.tasks for r in runs)),
+               wall_s=statistics.median(r.wall_s for r in runs), stage_tasks=runs[0].stage_tasks)
+
 
 def cluster_of(master: str | None, executors: int) -> tuple[str, dict]:
     """The master and Spark settings of an application with ``executors`` one-core executors: an embedded

@@ -1,9 +1,10 @@
 """``python -m benchmarks.advisor``: how well the scaling advisor predicts jobs at held-out executor counts.
 
-``--workload tpch`` (default): the TPC-H harness runs every query ``--repeat`` times after a warm-up run (mode
-vanilla) on an embedded local-cluster of each ``--executors`` count in turn (one core each), recording telemetry;
-each query is then a job (job group ``q<N>``) with one run per count, its time the ``--repeat`` timed executions
-together. ``--workload slaq``: the four SLAQ trainers, and SLAQ's runtime model with each scaling
+``--workload tpch`` (default): in each of ``--rounds`` rounds the TPC-H harness runs every query ``--repeat``
+times after a warm-up run (mode vanilla) on an embedded local-cluster of each ``--executors`` count (one core
+each), the counts in the given order in even rounds and reversed in odd ones, recording telemetry; each query is
+then a job (job group ``q<N>``) with one run per count: the median over rounds of its ``--repeat`` timed
+executions together. ``--workload slaq``: the four SLAQ trainers, and SLAQ's runtime model with each scaling
 (:mod:`benchmarks.advisor.slaq`). For every job and model (USBA, IPSO, and waves where the runs carry their stages'
 task counts) each count is predicted from the other counts (leave-one-out), and the largest count from the
 smaller ones (extrapolation); reported are the median errors per job and over jobs, beside the thesis's (USBA:
@@ -22,32 +23,36 @@ from pathlib import Path
 
 from benchmarks.common import (add_master_option, markdown_table, report_header, result_path, run_metadata,
                                write_json, write_markdown)
-from spark_plugin.advisor import load_run
+from spark_plugin.advisor import Run, load_run
 
-from . import cluster_of, slaq, where
+from . import cluster_of, median_run, round_order, slaq, where
 from .analysis import (ADVICE_HEADERS, advice_columns, advice_sentence, analyze, error_columns, error_headers,
                        recorded_run, summarize, summary_sentence)
 
 THESIS = "USBA (thesis Table 3.1 workloads): 6-12% mean prediction error (Bayes, RF, SVM), 19% (NWeight)"
 
 
-def collect(args, telemetry: Path) -> dict[int, Path]:
-    """Run the TPC-H queries at each executor count; the telemetry file of each count's application."""
+def collect(args, telemetry: Path) -> dict[str, list[Run]]:
+    """Run the TPC-H queries at each executor count, ``args.rounds`` times; each query's run per count."""
     from benchmarks.tpch import cli
 
-    files = {}
-    for m in args.executors:
-        folder = telemetry / f"executors-{m}"
-        master, conf = cluster_of(args.master, m)
-        placement = ["--executors", str(m)] if args.master is None else ["--master", master]
-        code = cli.main(["--sf", str(args.sf), "--queries", args.queries, "--modes", "vanilla", "--warmups", "1",
-                         "--repeat", str(args.repeat), *placement, "--no-validate", "--no-progress",
-                         "--out", str(telemetry / f"out-{m}"),
-                         *(f"--conf={k}={v}" for k, v in {**conf, "spark.sparkrm.telemetry.dir": folder}.items())])
-        if code != 0:
-            raise SystemExit(f"the TPC-H harness failed at {m} executors (exit {code})")
-        [files[m]] = sorted(folder.glob("*.telemetry.jsonl"))
-    return files
+    by_count = {}
+    for r in range(args.rounds):
+        for m in round_order(args.executors, r):
+            folder = telemetry / f"round-{r}-executors-{m}"
+            master, conf = cluster_of(args.master, m)
+            placement = ["--executors", str(m)] if args.master is None else ["--master", master]
+            code = cli.main(["--sf", str(args.sf), "--queries", args.queries, "--modes", "vanilla", "--warmups", "1",
+                             "--repeat", str(args.repeat), *placement, "--no-validate", "--no-progress",
+                             "--out", str(telemetry / f"out-{r}-{m}"),
+                             *(f"--conf={k}={v}" for k, v in {**conf, "spark.sparkrm.telemetry.dir": folder}.items())])
+            if code != 0:
+                raise SystemExit(f"the TPC-H harness failed at {m} executors (exit {code})")
+            [path] = sorted(folder.glob("*.telemetry.jsonl"))
+            by_count.setdefault(m, []).append(path)
+    queries = sorted(_groups(by_count[args.executors[0]][0]), key=lambda g: int(g[1:]))
+    return {q: [median_run(m, [load_run(p, q) for p in paths]) for m, paths in sorted(by_count.items())]
+            for q in queries}
 
 
 def main(argv=None) -> int:
@@ -57,8 +62,11 @@ def main(argv=None) -> int:
                         help="TPC-H queries or the SLAQ trainers (default tpch)")
     parser.add_argument("--executors", type=lambda s: [int(x) for x in s.split(",")], default=[1, 2, 3, 4],
                         help="executor counts, one core each (default 1,2,3,4)")
-    parser.add_argument("--repeat", type=int, default=3,
-                        help="tpch: timed executions per query and count (default 3); slaq: rounds")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds over the counts, their order reversed every other round; a count's time is the "
+                             "median over rounds (default 3)")
+    parser.add_argument("--repeat", type=int, default=2,
+                        help="tpch: timed executions per query in each application (default 2)")
     parser.add_argument("--sf", type=float, default=1.0, help="tpch: scale factor (default 1)")
     parser.add_argument("--queries", default="1-22", help="tpch: queries (default 1-22)")
     parser.add_argument("--rows", type=int, default=400_000, help="slaq: rows per generated data set (default 400000)")
@@ -83,15 +91,13 @@ def main(argv=None) -> int:
     elif workload == "slaq":
         with tempfile.TemporaryDirectory(prefix="advisor-bench-") as tmp:
             runs, iterations = slaq.measure(args, Path(tmp))
-        conf = {"workload": workload, "master": args.master, "executors": args.executors, "repeat": args.repeat,
+        conf = {"workload": workload, "master": args.master, "executors": args.executors, "rounds": args.rounds,
                 "rows": args.rows, "partitions": args.partitions, "iterations": args.iterations, "seed": args.seed}
     else:
         with tempfile.TemporaryDirectory(prefix="advisor-bench-") as tmp:
-            files = collect(args, Path(tmp))
-            groups = sorted({q for q in _groups(files)}, key=lambda g: int(g[1:]))
-            runs = {q: [load_run(files[m], q) for m in args.executors] for q in groups}
+            runs = collect(args, Path(tmp))
         conf = {"workload": workload, "master": args.master, "sf": args.sf, "queries": args.queries,
-                "executors": args.executors, "repeat": args.repeat}
+                "executors": args.executors, "rounds": args.rounds, "repeat": args.repeat}
     queries = analyze(runs)
     meta = run_metadata(conf)
     payload = {"meta": meta, "queries": queries, "summary": summarize(queries)}
@@ -103,11 +109,11 @@ def main(argv=None) -> int:
     return 0
 
 
-def _groups(files: dict[int, Path]) -> set[str]:
+def _groups(path: Path) -> set[str]:
+    """The query job groups (``q<N>``, not the warm-ups) of a telemetry file."""
     from spark_plugin.telemetry_reader import read_telemetry
 
-    first = next(iter(files.values()))
-    return {g for g in read_telemetry(first)["job"].column("jobGroup").to_pylist() if g and g[1:].isdigit()}
+    return {g for g in read_telemetry(path)["job"].column("jobGroup").to_pylist() if g and g[1:].isdigit()}
 
 
 def write_report(json_path: Path) -> Path:
@@ -115,11 +121,13 @@ def write_report(json_path: Path) -> Path:
     conf, s = data["meta"]["conf"], data["summary"]
     rows = [[q, " / ".join(f"{r['wall_s']:.1f}" for r in d["runs"]), *error_columns(d),
              *advice_columns(d)] for q, d in data["queries"].items()]
-    counts = ", ".join(map(str, conf["executors"]))
+    counts, rounds = ", ".join(map(str, conf["executors"])), conf.get("rounds", 1)
     md = report_header(data["meta"], "Scaling advisor: TPC-H queries at held-out executor counts") + [
-        f"TPC-H SF {conf['sf']:g}, each query run {conf['repeat']} times (timed together) at {counts} executors "
+        f"TPC-H SF {conf['sf']:g}, each query run {_times(conf['repeat'])} (timed together) at {counts} executors "
         f"(one core each, {where(conf)}), mode vanilla, after one warm-up run "
-        "(job groups `q<N>-warmup`, left out)."
+        "(job groups `q<N>-warmup`, left out)"
+        + (f"; {rounds} rounds, the counts' order reversed every other round, a count's time the median over rounds."
+           if rounds > 1 else "; one application per count, the counts in order.")
         + (f" Measured at commit {conf['measured_at']}, fitted again here." if conf.get("measured_at") else ""),
         "",
         f"Median over queries: leave-one-out error {summary_sentence(s, 'holdout')}; predicting the largest count "
@@ -130,6 +138,10 @@ def write_report(json_path: Path) -> Path:
                         *ADVICE_HEADERS], rows),
         ""]
     return write_markdown(json_path, md)
+
+
+def _times(n: int) -> str:
+    return "once" if n == 1 else f"{n} times"
 
 
 if __name__ == "__main__":

@@ -23,16 +23,16 @@ from pathlib import Path
 
 from benchmarks.common import markdown_table, report_header, write_markdown
 from benchmarks.slaq.workload import KINDS, JobSpec, PinnedJob, datasets, generate, trainer
-from spark_plugin.advisor import Run, load_run
+from spark_plugin.advisor import load_run
 
-from . import cluster_of, where
+from . import cluster_of, median_run, round_order, where
 from .analysis import ADVICE_HEADERS, advice_columns, advice_sentence, error_columns, error_headers, summary_sentence
 
 SCALINGS = ("linear", "ipso")
 
 
 def measure(args, folder: Path) -> tuple[dict, dict]:
-    """``({kind: [Run per count]}, {kind: {count: [[wall_s, cpu_s], ...]}})`` over ``args.repeat`` rounds.
+    """``({kind: [Run per count]}, {kind: {count: [[wall_s, cpu_s], ...]}})`` over ``args.rounds`` rounds.
 
     A count's run is the median over rounds of its wall time (and task count).
     """
@@ -41,8 +41,8 @@ def measure(args, folder: Path) -> tuple[dict, dict]:
     specs = [JobSpec(s.name, s.kind, 0.0, {**s.params, "max_iter": args.iterations})
              for s in generate(len(KINDS), 1.0, args.seed)]
     rounds, iterations = {}, {kind: {} for kind in KINDS}
-    for r in range(args.repeat):
-        for m in args.executors if r % 2 == 0 else args.executors[::-1]:
+    for r in range(args.rounds):
+        for m in round_order(args.executors, r):
             telemetry = folder / f"round-{r}-executors-{m}"
             master, conf = cluster_of(args.master, m)
             spark = spark_plugin.session(master, ["telemetry"], app_name=f"advisor-slaq-{m}",
@@ -56,9 +56,7 @@ def measure(args, folder: Path) -> tuple[dict, dict]:
             [path] = telemetry.glob("*.telemetry.jsonl")
             for kind in KINDS:
                 rounds.setdefault(kind, {}).setdefault(m, []).append(load_run(path, kind))
-    runs = {kind: [Run(slots=m, tasks=round(statistics.median(r.tasks for r in rs)),
-                       wall_s=statistics.median(r.wall_s for r in rs), stage_tasks=rs[0].stage_tasks)
-                   for m, rs in sorted(by_count.items())] for kind, by_count in rounds.items()}
+    runs = {kind: [median_run(m, rs) for m, rs in sorted(by_count.items())] for kind, by_count in rounds.items()}
     return runs, iterations
 
 
@@ -120,7 +118,7 @@ def write_report(json_path: Path, thesis: str) -> Path:
     md = report_header(data["meta"], "Scaling advisor and SLAQ's runtime model: the SLAQ trainers") + [
         f"{conf['rows']} rows per generated data set in {conf['partitions']} partitions, {conf['iterations']} "
         f"iterations per trainer, at {counts} one-core executors ({where(conf)}), "
-        f"{conf['repeat']} rounds, the counts' order reversed every other round. A run is a trainer's iterations on "
+        f"{conf.get('rounds', conf.get('repeat'))} rounds, the counts' order reversed every other round. A run is a trainer's iterations on "
         "every partition (median over rounds)."
         + (f" Measured at commit {conf['measured_at']}, fitted again here." if conf.get("measured_at") else ""),
         "",
