@@ -9,6 +9,9 @@ from dataclasses import asdict, replace
 from spark_plugin.advisor import Run, holdout_errors, recommend
 from spark_plugin.advisor.recommend import MODELS, models_for, predictor
 
+#: Each model, and the advisor's own choice among them (made from the runs a prediction is fitted on).
+PREDICTORS = (*MODELS, "advisor")
+
 
 def analyze(runs_by_query: dict[str, list[Run]]) -> dict:
     """Per job: leave-one-out and extrapolation errors of each model the runs allow, and the recommendation."""
@@ -18,7 +21,7 @@ def analyze(runs_by_query: dict[str, list[Run]]) -> dict:
         largest = runs[-1]
         advice = recommend(runs)
         measured = recommend(runs, max_slots=largest.slots)  # what this run can check: the measured counts
-        models = models_for(runs)
+        models = (*models_for(runs), "advisor")
         out[query] = {
             "runs": [asdict(r) | {"source": ""} for r in runs],
             "holdout_error": {m: statistics.median(holdout_errors(runs, m)) for m in models},
@@ -31,7 +34,7 @@ def analyze(runs_by_query: dict[str, list[Run]]) -> dict:
 
 def summarize(queries: dict) -> dict:
     """Median errors over jobs of each model every job could fit, and how often the advice is the fastest count."""
-    models = [m for m in MODELS if all(m in q["holdout_error"] for q in queries.values())]
+    models = [m for m in PREDICTORS if all(m in q["holdout_error"] for q in queries.values())]
     summary = {f"{kind}_{m}": statistics.median(q[f"{kind}_error"][m] for q in queries.values())
                for kind in ("holdout", "extrapolation") for m in models}
     summary["recommended_is_fastest_measured"] = sum(q["recommended_measured_slots"] == q["fastest_measured"]
@@ -43,17 +46,21 @@ def summarize(queries: dict) -> dict:
 
 def error_columns(d: dict, kinds=("holdout", "extrapolation")) -> list[str]:
     """A job's errors, model by model, for a report row (``error_headers`` names them)."""
-    return [f"{100 * d[f'{kind}_error'][m]:.1f}%" for kind in kinds for m in MODELS if m in d[f"{kind}_error"]]
+    return [f"{100 * d[f'{kind}_error'][m]:.1f}%" for kind in kinds for m in PREDICTORS if m in d[f"{kind}_error"]]
 
 
 def error_headers(d: dict, kinds=("holdout", "extrapolation")) -> list[str]:
     words = {"holdout": "held-out", "extrapolation": "extrapolated"}
-    return [f"{words[kind]} {m.upper()}" for kind in kinds for m in MODELS if m in d[f"{kind}_error"]]
+    return [f"{words[kind]} {_label(m)}" for kind in kinds for m in PREDICTORS if m in d[f"{kind}_error"]]
 
 
 def summary_sentence(s: dict, kind: str) -> str:
     """``USBA **10.8%**, IPSO **13.7%**`` for the models the summary holds."""
-    return ", ".join(f"{m.upper()} **{100 * s[f'{kind}_{m}']:.1f}%**" for m in MODELS if f"{kind}_{m}" in s)
+    return ", ".join(f"{_label(m)} **{100 * s[f'{kind}_{m}']:.1f}%**" for m in PREDICTORS if f"{kind}_{m}" in s)
+
+
+def _label(model: str) -> str:
+    return "the advisor's choice" if model == "advisor" else model.upper()
 
 
 def recorded_run(r: dict, conf: dict) -> Run:

@@ -56,7 +56,11 @@ def models_for(runs: list[Run]) -> tuple[str, ...]:
 def predictor(name: str, runs: list[Run]):
     """A function ``(slots, like=None)``: the run time model ``name`` (``usba``, ``ipso``, ``waves``) fitted on
     ``runs`` predicts on ``slots`` slots for a run shaped like ``like`` (its task count, its stages' task counts);
-    without it, the runs' median task count and the stages of the run nearest in slots. IPSO has no shape in it."""
+    without it, the runs' median task count and the stages of the run nearest in slots. IPSO has no shape in it.
+    ``advisor`` is the model :func:`chosen_model` picks from these runs (so a held-out run's prediction is the
+    advisor's own, its choice made without that run)."""
+    if name == "advisor":
+        return predictor(chosen_model(runs), runs)
     if name == "usba":
         model, tasks = Usba.fit(runs), round(statistics.median(r.tasks for r in runs))
         return lambda slots, like=None: model.predict(slots, tasks if like is None else like.tasks)
@@ -92,17 +96,14 @@ def recommend(runs: list[Run], *, target: str = "fastest", within: float = 0.10,
     if len({r.slots for r in runs}) < 2:
         raise ValueError("the advisor needs runs at two or more slot counts (executors x cores); got "
                          f"{sorted({r.slots for r in runs})}")
-    errors = {name: statistics.median(holdout_errors(runs, name)) if len(runs) >= 3 else None
-              for name in models_for(runs)}
-    partitionings = any(len({r.tasks for r in runs if r.slots == m}) > 1 for m in {r.slots for r in runs})
+    errors = _holdout_medians(runs)
+    partitionings = _has_partitionings(runs)
     top = max_slots or 2 * max(r.slots for r in runs)
-    if partitionings:  # IPSO has no task count in it
-        eligible, fallback = [n for n in errors if n != "ipso"], "usba"
+    if partitionings:
         candidates = [(m, n) for m in range(1, top + 1) for n in sorted({r.tasks for r in runs})]
     else:
-        eligible, fallback = list(errors), "ipso"
         candidates = list(_tasks_by_slots(runs, top).items())
-    chosen = min(eligible, key=lambda n: errors[n]) if errors["usba"] is not None else fallback
+    chosen = chosen_model(runs, errors)
     shapes = {(m, n): _shape(runs, m, n) for m, n in candidates}
     fitted = {name: predictor(name, runs) for name in errors}
     grid = {(m, n): fitted[chosen](m, shape) for (m, n), shape in shapes.items()}
@@ -118,6 +119,28 @@ def recommend(runs: list[Run], *, target: str = "fastest", within: float = 0.10,
                   holdout_error=errors,
                   curve={name: {m: f(m, shape) for (m, n), shape in shapes.items() if not partitionings or n == tasks}
                          for name, f in fitted.items()})
+
+
+def chosen_model(runs: list[Run], errors: dict | None = None) -> str:
+    """The model the advice uses: the smallest median leave-one-out error (``errors``, computed when not given)
+    among those that can advise these runs (not IPSO, which has no task count in it, when the runs differ in
+    partitioning); with fewer than three runs nothing can be held out: IPSO, or USBA across partitionings."""
+    errors = _holdout_medians(runs) if errors is None else errors
+    partitionings = _has_partitionings(runs)
+    if errors["usba"] is None:
+        return "usba" if partitionings else "ipso"
+    return min((n for n in errors if not (partitionings and n == "ipso")), key=lambda n: errors[n])
+
+
+def _holdout_medians(runs: list[Run]) -> dict:
+    """Model name -> median leave-one-out error (``None`` with fewer than three runs)."""
+    return {name: statistics.median(holdout_errors(runs, name)) if len(runs) >= 3 else None
+            for name in models_for(runs)}
+
+
+def _has_partitionings(runs: list[Run]) -> bool:
+    """Whether one slot count ran at two or more task counts (the job was run with different partitionings)."""
+    return any(len({r.tasks for r in runs if r.slots == m}) > 1 for m in {r.slots for r in runs})
 
 
 def _nearest(runs: list[Run], slots: int, tasks: int | None = None) -> Run:

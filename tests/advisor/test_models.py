@@ -8,6 +8,7 @@ import pytest
 
 from spark_plugin.advisor import Ipso, Run, Usba, Waves, holdout_errors, load_run, recommend
 from spark_plugin.advisor.models import waves
+from spark_plugin.advisor.recommend import chosen_model
 from spark_plugin.errors import SparkrmError
 
 
@@ -93,6 +94,16 @@ def test_the_waves_model_sees_the_steps_of_few_tasks_per_slot_and_advises_no_mor
     advice = recommend(runs)
     assert advice.model == "waves" and advice.slots == 4 and set(advice.holdout_error) == {"usba", "ipso", "waves"}
     assert Waves.fit(runs).predict(8, stages) > Waves.fit(runs).predict(4, stages)
+
+
+def test_the_advisors_own_prediction_of_a_held_out_run_uses_the_model_it_would_choose_without_that_run():
+    stages = (4,) * 10
+    runs = [Run(m, 40, 0.5 + 0.4 * waves(stages, m) + 0.05 * m, stage_tasks=stages) for m in (1, 2, 3, 4, 5)]
+    assert chosen_model(runs) == "waves"
+    assert holdout_errors(runs, "advisor") == holdout_errors(runs, "waves")
+    assert chosen_model(runs[:2]) == "ipso"  # two runs: nothing to hold out
+    partitioned = [Run(m, n, 1 + n / 50 / m) for m in (1, 2) for n in (50, 100)]
+    assert chosen_model(partitioned[:3]) == "usba" and chosen_model(partitioned) != "ipso"  # IPSO has no tasks
 
 
 def test_without_stage_task_counts_the_waves_model_is_left_out():
