@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 
-def round_order(counts: list[int], round_index: int) -> list[int]:
-    """The executor counts in the order a round runs them: as given in even rounds, reversed in odd ones, so a
-    drift over the benchmark (a warming page cache, a neighbour) does not bend every curve the same way."""
-    return counts if round_index % 2 == 0 else counts[::-1]
+def round_order(settings: list, round_index: int) -> list:
+    """The settings (executor counts) in the order a round runs them: as given in even rounds, reversed in odd
+    ones, so a drift over the benchmark (a warming page cache, a neighbour) does not bend every curve alike."""
+    return settings if round_index % 2 == 0 else settings[::-1]
 
 
-def median_run(slots: int, runs):
-    """One count's run over rounds: the median wall time and task count (stages of the first round)."""
+def median_run(slots: int, runs, source: str = ""):
+    """One setting's run over rounds: the median wall time and task count (stages of the first round);
+    ``source`` names the setting."""
     import statistics
 
     from spark_plugin.advisor import Run
 
     return Run(slots=slots, tasks=round(statistics.median(r.tasks for r in runs)),
-               wall_s=statistics.median(r.wall_s for r in runs), stage_tasks=runs[0].stage_tasks)
+               wall_s=statistics.median(r.wall_s for r in runs), source=source, stage_tasks=runs[0].stage_tasks)
 
 
 def cluster_of(master: str | None, executors: int) -> tuple[str, dict]:

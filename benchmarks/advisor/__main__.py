@@ -33,26 +33,27 @@ THESIS = "USBA (thesis Table 3.1 workloads): 6-12% mean prediction error (Bayes,
 
 
 def collect(args, telemetry: Path) -> dict[str, list[Run]]:
-    """Run the TPC-H queries at each executor count, ``args.rounds`` times; each query's run per count."""
+    """Run the TPC-H queries at each executor count and shuffle partitioning, ``args.rounds`` times; each query's
+    run per setting (its ``source`` names the partitioning)."""
     from benchmarks.tpch import cli
 
-    by_count = {}
+    by_setting = {}
     for r in range(args.rounds):
-        for m in round_order(args.executors, r):
-            folder = telemetry / f"round-{r}-executors-{m}"
+        for m, p in round_order([(m, p) for m in args.executors for p in args.shuffle_partitions], r):
+            folder = telemetry / f"round-{r}-executors-{m}-partitions-{p}"
             master, conf = cluster_of(args.master, m)
             placement = ["--executors", str(m)] if args.master is None else ["--master", master]
             code = cli.main(["--sf", str(args.sf), "--queries", args.queries, "--modes", "vanilla", "--warmups", "1",
-                             "--repeat", str(args.repeat), *placement, "--no-validate", "--no-progress",
-                             "--out", str(telemetry / f"out-{r}-{m}"),
+                             "--repeat", str(args.repeat), *placement, "--shuffle-partitions", str(p),
+                             "--no-validate", "--no-progress", "--out", str(telemetry / f"out-{r}-{m}-{p}"),
                              *(f"--conf={k}={v}" for k, v in {**conf, "spark.sparkrm.telemetry.dir": folder}.items())])
             if code != 0:
-                raise SystemExit(f"the TPC-H harness failed at {m} executors (exit {code})")
+                raise SystemExit(f"the TPC-H harness failed at {m} executors, {p} shuffle partitions (exit {code})")
             [path] = sorted(folder.glob("*.telemetry.jsonl"))
-            by_count.setdefault(m, []).append(path)
-    queries = sorted(_groups(by_count[args.executors[0]][0]), key=lambda g: int(g[1:]))
-    return {q: [median_run(m, [load_run(p, q) for p in paths]) for m, paths in sorted(by_count.items())]
-            for q in queries}
+            by_setting.setdefault((m, p), []).append(path)
+    queries = sorted(_groups(next(iter(by_setting.values()))[0]), key=lambda g: int(g[1:]))
+    return {q: [median_run(m, [load_run(path, q) for path in paths], f"spark.sql.shuffle.partitions={p}")
+                for (m, p), paths in sorted(by_setting.items())] for q in queries}
 
 
 def main(argv=None) -> int:
@@ -60,7 +61,7 @@ def main(argv=None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workload", choices=("tpch", "slaq"), default="tpch",
                         help="TPC-H queries or the SLAQ trainers (default tpch)")
-    parser.add_argument("--executors", type=lambda s: [int(x) for x in s.split(",")], default=[1, 2, 3, 4],
+    parser.add_argument("--executors", type=_counts, default=[1, 2, 3, 4],
                         help="executor counts, one core each (default 1,2,3,4)")
     parser.add_argument("--rounds", type=int, default=3,
                         help="rounds over the counts, their order reversed every other round; a count's time is the "
@@ -69,6 +70,9 @@ def main(argv=None) -> int:
                         help="tpch: timed executions per query in each application (default 2)")
     parser.add_argument("--sf", type=float, default=1.0, help="tpch: scale factor (default 1)")
     parser.add_argument("--queries", default="1-22", help="tpch: queries (default 1-22)")
+    parser.add_argument("--shuffle-partitions", type=_counts, default=[16],
+                        help="tpch: spark.sql.shuffle.partitions settings, each run at every count; two or more "
+                             "have the advisor choose the partitioning too (default 16, the harness's)")
     parser.add_argument("--rows", type=int, default=400_000, help="slaq: rows per generated data set (default 400000)")
     parser.add_argument("--partitions", type=int, default=4, help="slaq: partitions of each data set (default 4)")
     parser.add_argument("--iterations", type=int, default=10, help="slaq: iterations per trainer (default 10)")
@@ -97,7 +101,8 @@ def main(argv=None) -> int:
         with tempfile.TemporaryDirectory(prefix="advisor-bench-") as tmp:
             runs = collect(args, Path(tmp))
         conf = {"workload": workload, "master": args.master, "sf": args.sf, "queries": args.queries,
-                "executors": args.executors, "rounds": args.rounds, "repeat": args.repeat}
+                "executors": args.executors, "shuffle_partitions": args.shuffle_partitions, "rounds": args.rounds,
+                "repeat": args.repeat}
     queries = analyze(runs)
     meta = run_metadata(conf)
     payload = {"meta": meta, "queries": queries, "summary": summarize(queries)}
@@ -107,6 +112,10 @@ def main(argv=None) -> int:
     path = write_json(result_path("advisor", f"{workload}.json", meta, args.out), payload)
     print(slaq.write_report(path, THESIS) if workload == "slaq" else write_report(path))
     return 0
+
+
+def _counts(text: str) -> list[int]:
+    return [int(x) for x in text.split(",")]
 
 
 def _groups(path: Path) -> set[str]:
@@ -122,19 +131,23 @@ def write_report(json_path: Path) -> Path:
     rows = [[q, " / ".join(f"{r['wall_s']:.1f}" for r in d["runs"]), *error_columns(d),
              *advice_columns(d)] for q, d in data["queries"].items()]
     counts, rounds = ", ".join(map(str, conf["executors"])), conf.get("rounds", 1)
+    partitionings = conf.get("shuffle_partitions", [16])
+    runs_at = (counts if len(partitionings) == 1
+               else f"{counts} executors x {'/'.join(map(str, partitionings))} partitions")
     md = report_header(data["meta"], "Scaling advisor: TPC-H queries at held-out executor counts") + [
         f"TPC-H SF {conf['sf']:g}, each query run {_times(conf['repeat'])} (timed together) at {counts} executors "
-        f"(one core each, {where(conf)}), mode vanilla, after one warm-up run "
+        f"(one core each, {where(conf)}) and `spark.sql.shuffle.partitions` "
+        f"{' and '.join(map(str, partitionings))}, mode vanilla, after one warm-up run "
         "(job groups `q<N>-warmup`, left out)"
         + (f"; {rounds} rounds, the counts' order reversed every other round, a count's time the median over rounds."
            if rounds > 1 else "; one application per count, the counts in order.")
         + (f" Measured at commit {conf['measured_at']}, fitted again here." if conf.get("measured_at") else ""),
         "",
         f"Median over queries: leave-one-out error {summary_sentence(s, 'holdout')}; predicting the largest count "
-        f"from the others: {summary_sentence(s, 'extrapolation')}. "
+        f"from the smaller ones: {summary_sentence(s, 'extrapolation')}. "
         f"{advice_sentence(s, len(data['queries']), 'queries')} Thesis: {THESIS}.",
         "",
-        markdown_table(["query", f"wall s at {counts}", *error_headers(next(iter(data["queries"].values()))),
+        markdown_table(["query", f"wall s at {runs_at}", *error_headers(next(iter(data["queries"].values()))),
                         *ADVICE_HEADERS], rows),
         ""]
     return write_markdown(json_path, md)

@@ -14,21 +14,29 @@ PREDICTORS = (*MODELS, "advisor")
 
 
 def analyze(runs_by_query: dict[str, list[Run]]) -> dict:
-    """Per job: leave-one-out and extrapolation errors of each model the runs allow, and the recommendation."""
+    """Per job: leave-one-out and extrapolation errors of each model the runs allow, and the recommendation.
+
+    Extrapolation predicts the runs at the largest slot count from those at fewer. Where the runs differ in
+    partitioning (their ``source`` names each one's setting), the advice among the measured counts is checked
+    on the setting too: it names the run whose partitioning to keep."""
     out = {}
     for query, runs in runs_by_query.items():
         runs = sorted(runs, key=lambda r: r.slots)
-        largest = runs[-1]
+        top = runs[-1].slots
+        smaller, largest = [r for r in runs if r.slots < top], [r for r in runs if r.slots == top]
         advice = recommend(runs)
-        measured = recommend(runs, max_slots=largest.slots)  # what this run can check: the measured counts
+        measured = recommend(runs, max_slots=top)  # what this run can check: the measured counts
+        fastest = min(runs, key=lambda r: r.wall_s)
         models = (*models_for(runs), "advisor")
         out[query] = {
-            "runs": [asdict(r) | {"source": ""} for r in runs],
+            "runs": [asdict(r) for r in runs],
             "holdout_error": {m: statistics.median(holdout_errors(runs, m)) for m in models},
-            "extrapolation_error": {m: abs(predictor(m, runs[:-1])(largest.slots, largest) - largest.wall_s)
-                                    / largest.wall_s for m in models},
+            "extrapolation_error": {m: statistics.median(abs(predictor(m, smaller)(r.slots, r) - r.wall_s) / r.wall_s
+                                                         for r in largest) for m in models},
             "recommended_slots": advice.slots, "recommended_measured_slots": measured.slots, "model": advice.model,
-            "scaling_type": advice.scaling_type, "fastest_measured": min(runs, key=lambda r: r.wall_s).slots}
+            "scaling_type": advice.scaling_type, "fastest_measured": fastest.slots,
+            "recommended_measured_setting": measured.partitioning_from, "fastest_measured_setting":
+                fastest.source if measured.partitioning_from else ""}
     return out
 
 
@@ -37,8 +45,9 @@ def summarize(queries: dict) -> dict:
     models = [m for m in PREDICTORS if all(m in q["holdout_error"] for q in queries.values())]
     summary = {f"{kind}_{m}": statistics.median(q[f"{kind}_error"][m] for q in queries.values())
                for kind in ("holdout", "extrapolation") for m in models}
-    summary["recommended_is_fastest_measured"] = sum(q["recommended_measured_slots"] == q["fastest_measured"]
-                                                     for q in queries.values())
+    summary["recommended_is_fastest_measured"] = sum(
+        (q["recommended_measured_slots"], q.get("recommended_measured_setting", ""))
+        == (q["fastest_measured"], q.get("fastest_measured_setting", "")) for q in queries.values())
     summary["recommended_past_measured"] = sum(q["recommended_slots"] > max(r["slots"] for r in q["runs"])
                                                for q in queries.values())
     return summary
@@ -76,7 +85,14 @@ ADVICE_HEADERS = ["IPSO type", "advised slots (up to 2x measured)", "advised amo
 
 
 def advice_columns(d: dict) -> list:
-    return [d["scaling_type"], d["recommended_slots"], d["recommended_measured_slots"], d["fastest_measured"]]
+    """The advice (with the partitioning to keep, when the runs had several) and the fastest measured run."""
+    def setting(key):
+        value = d.get(f"{key}_setting", "")
+        return f" ({value.rpartition('=')[2]} partitions)" if value else ""
+
+    return [d["scaling_type"], d["recommended_slots"],
+            f"{d['recommended_measured_slots']}{setting('recommended_measured')}",
+            f"{d['fastest_measured']}{setting('fastest_measured')}"]
 
 
 def advice_sentence(s: dict, jobs: int, noun: str) -> str:

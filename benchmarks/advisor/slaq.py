@@ -118,8 +118,8 @@ def write_report(json_path: Path, thesis: str) -> Path:
     md = report_header(data["meta"], "Scaling advisor and SLAQ's runtime model: the SLAQ trainers") + [
         f"{conf['rows']} rows per generated data set in {conf['partitions']} partitions, {conf['iterations']} "
         f"iterations per trainer, at {counts} one-core executors ({where(conf)}), "
-        f"{conf.get('rounds', conf.get('repeat'))} rounds, the counts' order reversed every other round. A run is a trainer's iterations on "
-        "every partition (median over rounds)."
+        f"{conf.get('rounds', conf.get('repeat'))} rounds, the counts' order reversed every other round. "
+        "A run is a trainer's iterations on every partition (median over rounds)."
         + (f" Measured at commit {conf['measured_at']}, fitted again here." if conf.get("measured_at") else ""),
         "",
         f"**Advisor**: median leave-one-out error over the trainers {summary_sentence(s, 'holdout')}. "
