@@ -69,7 +69,7 @@ def summary_sentence(s: dict, kind: str) -> str:
 
 
 def _label(model: str) -> str:
-    return "the advisor's choice" if model == "advisor" else model.upper()
+    return "advisor's choice" if model == "advisor" else model.upper()
 
 
 def recorded_run(r: dict, conf: dict) -> Run:
