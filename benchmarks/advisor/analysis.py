@@ -36,8 +36,15 @@ def analyze(runs_by_query: dict[str, list[Run]]) -> dict:
             "recommended_slots": advice.slots, "recommended_measured_slots": measured.slots, "model": advice.model,
             "scaling_type": advice.scaling_type, "fastest_measured": fastest.slots,
             "recommended_measured_setting": measured.partitioning_from, "fastest_measured_setting":
-                fastest.source if measured.partitioning_from else ""}
+                fastest.source if measured.partitioning_from else "",
+            "advice_cost": _measured_at(runs, measured.slots, measured.partitioning_from) / fastest.wall_s - 1}
     return out
+
+
+def _measured_at(runs: list[Run], slots: int, setting: str) -> float:
+    """The measured time of the advised run: at ``slots``, with the setting kept when one is named."""
+    same = [r for r in runs if r.slots == slots]
+    return min(r.wall_s for r in ([r for r in same if r.source == setting] if setting else []) or same)
 
 
 def summarize(queries: dict) -> dict:
@@ -48,6 +55,10 @@ def summarize(queries: dict) -> dict:
     summary["recommended_is_fastest_measured"] = sum(
         (q["recommended_measured_slots"], q.get("recommended_measured_setting", ""))
         == (q["fastest_measured"], q.get("fastest_measured_setting", "")) for q in queries.values())
+    costs = [q["advice_cost"] for q in queries.values() if "advice_cost" in q]
+    if costs:
+        summary |= {"advice_cost_median": statistics.median(costs), "advice_cost_max": max(costs),
+                    "advice_within_10pct": sum(c <= 0.10 for c in costs)}
     summary["recommended_past_measured"] = sum(q["recommended_slots"] > max(r["slots"] for r in q["runs"])
                                                for q in queries.values())
     return summary
@@ -97,6 +108,9 @@ def advice_columns(d: dict) -> list:
 
 def advice_sentence(s: dict, jobs: int, noun: str) -> str:
     """How often the advice is checked right here: among the measured counts, the fastest measured one."""
+    cost = (f" (the advised run took at most 10% longer than the fastest for {s['advice_within_10pct']}; "
+            f"median {100 * s['advice_cost_median']:.1f}% longer, at worst {100 * s['advice_cost_max']:.1f}%)"
+            if "advice_cost_median" in s else "")
     return (f"Advised among the measured counts, the advisor picks the fastest measured one for "
-            f"{s['recommended_is_fastest_measured']} of {jobs} {noun}; with candidates up to twice the most "
+            f"{s['recommended_is_fastest_measured']} of {jobs} {noun}{cost}; with candidates up to twice the most "
             f"measured, it advises more slots than measured for {s['recommended_past_measured']} (not checked here).")

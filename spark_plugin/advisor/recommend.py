@@ -1,14 +1,14 @@
-"""Recommend: how many task slots a job should get, by the model that predicts its held-out runs best.
+"""Recommend: how many task slots a job should get, by the model that predicts its held-out runs well.
 
 Every model the runs allow (USBA, IPSO, and the waves model when the runs carry their stages' task counts) is
 fitted on all runs; with three or more runs each also predicts every run from the others (leave-one-out), and
-the one with the smallest median error recommends. Candidates run from one slot to twice the most slots
-measured: further out the fits extrapolate past anything they saw. When the runs differ in their task count at
-the same slots (the job ran with different partitionings), USBA or the waves model, which have the task counts
-in them, also pick the partitioning: among the measured task counts only, so the advice names a run whose
-setting to keep. A task count that varies only with the slots is Spark's own doing (AQE coalescing towards the
-slots): each candidate is then predicted at the task count the runs show for it (measured, else a line through
-them) with the stages of the run nearest in slots.
+IPSO recommends unless another model's median error is at most half its own (:func:`chosen_model`). Candidates
+run from one slot to twice the most slots measured: further out the fits extrapolate past anything they saw.
+When the runs differ in their task count at the same slots (the job ran with different partitionings), USBA or
+the waves model, which have the task counts in them, also pick the partitioning: among the measured task counts
+only, so the advice names a run whose setting to keep. A task count that varies only with the slots is Spark's
+own doing (AQE coalescing towards the slots): each candidate is then predicted at the task count the runs show
+for it (measured, else a line through them) with the stages of the run nearest in slots.
 """
 
 from __future__ import annotations
@@ -24,6 +24,9 @@ from .runs import Run
 
 TARGETS = ("fastest", "cheapest")
 MODELS = ("usba", "ipso", "waves")
+#: Another model advises instead of IPSO only where its median held-out error is at most this share of IPSO's
+#: (chosen on the recorded TPC-H and trainer runs, benchmarks/results/advisor/README.md).
+SWITCH_FROM_IPSO = 0.5
 
 
 @dataclass(frozen=True)
@@ -122,14 +125,20 @@ def recommend(runs: list[Run], *, target: str = "fastest", within: float = 0.10,
 
 
 def chosen_model(runs: list[Run], errors: dict | None = None) -> str:
-    """The model the advice uses: the smallest median leave-one-out error (``errors``, computed when not given)
-    among those that can advise these runs (not IPSO, which has no task count in it, when the runs differ in
-    partitioning); with fewer than three runs nothing can be held out: IPSO, or USBA across partitionings."""
+    """The model the advice uses, by median leave-one-out error (``errors``, computed when not given).
+
+    IPSO unless another model predicts the held-out runs in at most :data:`SWITCH_FROM_IPSO` of its error: a
+    median over three or four held-out runs is noisy, and IPSO, a smooth curve with every part non-negative,
+    goes least wrong when the errors' order is chance. Across partitionings IPSO, which has no task count in
+    it, cannot advise: the smallest error of the others. With fewer than three runs nothing can be held out:
+    IPSO, or USBA across partitionings."""
     errors = _holdout_medians(runs) if errors is None else errors
-    partitionings = _has_partitionings(runs)
-    if errors["usba"] is None:
-        return "usba" if partitionings else "ipso"
-    return min((n for n in errors if not (partitionings and n == "ipso")), key=lambda n: errors[n])
+    if _has_partitionings(runs):
+        return "usba" if errors["usba"] is None else min((n for n in errors if n != "ipso"), key=errors.get)
+    if errors["ipso"] is None:
+        return "ipso"
+    best = min(errors, key=errors.get)
+    return best if errors[best] <= SWITCH_FROM_IPSO * errors["ipso"] else "ipso"
 
 
 def _holdout_medians(runs: list[Run]) -> dict:

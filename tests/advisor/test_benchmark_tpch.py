@@ -31,5 +31,5 @@ def test_runs_at_two_partitionings_are_checked_on_the_setting_the_advice_keeps_a
         3, "spark.sql.shuffle.partitions=20") == (query["fastest_measured"], query["fastest_measured_setting"])
     # both runs at 4 slots predicted from the six at 1-3 (exactly: USBA's form), the one 2% off by 2/102
     assert query["extrapolation_error"]["usba"] == pytest.approx((0 + 0.02 / 1.02) / 2)
-    assert summarize({"q": query})["recommended_is_fastest_measured"] == 1
+    assert summarize({"q": query})["recommended_is_fastest_measured"] == 1 and query["advice_cost"] == 0
     assert advice_columns(query)[2:] == ["3 (20 partitions)", "3 (20 partitions)"]

@@ -102,6 +102,9 @@ def test_the_advisors_own_prediction_of_a_held_out_run_uses_the_model_it_would_c
     assert chosen_model(runs) == "waves"
     assert holdout_errors(runs, "advisor") == holdout_errors(runs, "waves")
     assert chosen_model(runs[:2]) == "ipso"  # two runs: nothing to hold out
+    # IPSO unless another model halves its held-out error: three or four held-out runs rank models by chance
+    assert chosen_model(runs, {"usba": 0.08, "ipso": 0.10, "waves": 0.09}) == "ipso"
+    assert chosen_model(runs, {"usba": 0.04, "ipso": 0.10, "waves": 0.09}) == "usba"
     partitioned = [Run(m, n, 1 + n / 50 / m) for m in (1, 2) for n in (50, 100)]
     assert chosen_model(partitioned[:3]) == "usba" and chosen_model(partitioned) != "ipso"  # IPSO has no tasks
 
