@@ -30,7 +30,8 @@ def analyze(runs_by_query: dict[str, list[Run]]) -> dict:
         models = (*models_for(runs), "advisor")
         out[query] = {
             "runs": [asdict(r) for r in runs],
-            "holdout_error": {m: statistics.median(holdout_errors(runs, m)) for m in models},
+            # each model's as the advice measured it; the advisor's own, its choice made without each run
+            "holdout_error": {**advice.holdout_error, "advisor": statistics.median(holdout_errors(runs, "advisor"))},
             "extrapolation_error": {m: statistics.median(abs(predictor(m, smaller)(r.slots, r) - r.wall_s) / r.wall_s
                                                          for r in largest) for m in models},
             "recommended_slots": advice.slots, "recommended_measured_slots": measured.slots, "model": advice.model,
