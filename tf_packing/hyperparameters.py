@@ -296,6 +296,24 @@ class HyperParameters:
     def is_numeric(self, name) -> bool:
         return self._space[name].numeric
 
+    def describe(self) -> dict:
+        """The space as declared, as plain data: for each name its kind, range or values, and conditions.
+
+        What a search depends on, and nothing else (no defaults, no current values): a project folder
+        records it so that a folder written over another space is refused.
+        """
+        described = {}
+        for p in self._space.values():
+            entry = {"kind": p.kind}
+            if p.kind in ("int", "float"):
+                entry.update(min_value=p.min_value, max_value=p.max_value, step=p.step, sampling=p.sampling)
+            elif p.kind != "boolean":
+                entry["values"] = list(p.values)
+            if p.conditions:
+                entry["conditions"] = [[c.parent, list(c.values)] for c in p.conditions]
+            described[p.name] = entry
+        return described
+
     # -- helpers --------------------------------------------------------------------------
     def _range(self, name, kind, lo, hi, step, sampling, default, parent_name, parent_values):
         if sampling not in _SAMPLINGS:

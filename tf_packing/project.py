@@ -8,11 +8,25 @@ each file atomically, so a search stopped at any point resumes from the last
 finished rung; the rung under way is trained again from its start.
 
 A project written under other settings (another ``max_epochs``, ``factor``,
-objective or seed) is not resumed: the error names the setting and the fix.
+objective or seed), by another ``build_fn`` or over another search space is not
+resumed: the error names the folder, what differs and the fix (another
+``project_name``, or ``overwrite=True``). ``tuner.json`` records the search
+space as declared (each hyper-parameter's kind, range or values and conditions)
+and the identity of ``build_fn``: its module and qualified name, and a hash of
+its source when :func:`inspect.getsource` can read it (a function typed into an
+interactive session has none; its name alone is then compared). A folder written
+before these were recorded is resumed with a warning that they could not be
+checked; its next save records them.
+
+What the identity cannot see: a ``build_fn`` whose behaviour depends on
+something outside its source (a closure's variables, a global, a
+``HyperModel``'s constructor arguments) looks the same with other values.
 """
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import json
 import logging
 import os
@@ -21,16 +35,34 @@ from pathlib import Path
 
 from .checkpoint import read, save
 
-__all__ = ["Project"]
+__all__ = ["Project", "build_fn_identity"]
 
 log = logging.getLogger(__name__)
 
 
 class Project:
-    """One search's folder (or nothing at all when ``directory`` is None)."""
+    """One search's folder (or nothing at all when ``directory`` is None).
 
-    def __init__(self, directory, project_name: str, settings: dict, *, overwrite: bool = False):
+    Parameters
+    ----------
+    directory : str or Path or None
+        The folder of projects; None keeps nothing on disk.
+    project_name : str
+        This search's sub-folder.
+    settings : dict
+        Values (JSON) the saved state belongs to, e.g. ``max_epochs``; a folder with others is refused.
+    overwrite : bool, default=False
+        Delete the folder first.
+    identity : dict, optional
+        ``{"build_fn": build_fn_identity(fn), "search_space": space.describe()}``; a folder recording
+        another is refused, one recording none (written before identities were recorded) is resumed with
+        a warning. Default: nothing is checked or recorded.
+    """
+
+    def __init__(self, directory, project_name: str, settings: dict, *, overwrite: bool = False,
+                 identity: dict | None = None):
         self.settings = settings
+        self.identity = None if identity is None else _plain(identity)
         self.path = None if directory is None else Path(directory) / project_name
         self._written = {}  # trial id -> (epochs, steps) of the checkpoint last written for it
         if self.path is not None and overwrite and self.path.exists():
@@ -56,6 +88,7 @@ class Project:
             if saved["settings"].get(key) != value:
                 raise ValueError(f"{self.path} holds a search with {key}={saved['settings'].get(key)!r}, not "
                                  f"{value!r}. Pass overwrite=True to start afresh, or another project_name.")
+        self._check_identity(saved.get("identity"))
         checkpoints = {}
         for trial_id in saved["checkpoints"]:
             path = self._checkpoint_file(trial_id)
@@ -83,9 +116,80 @@ class Project:
             if stale.name not in keep:
                 stale.unlink()
         tmp = self._state_file.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps({"settings": self.settings, "state": state,
-                                   "checkpoints": sorted(int(t) for t in checkpoints)}, indent=1))
+        record = {"settings": self.settings, "state": state, "checkpoints": sorted(int(t) for t in checkpoints)}
+        if self.identity is not None:
+            record["identity"] = self.identity
+        tmp.write_text(json.dumps(record, indent=1))
         os.replace(tmp, self._state_file)
+
+    def _check_identity(self, saved) -> None:
+        """Refuse a folder written by another ``build_fn`` or over another search space."""
+        if self.identity is None:
+            return
+        if saved is None:
+            log.warning("%s records no build_fn or search space (written by an older tf_packing): resuming it "
+                        "without checking that they are the ones of this tuner; pass overwrite=True if not",
+                        self.path)
+            return
+        fix = "Pass overwrite=True to start afresh, or another project_name."
+        old, new = saved.get("build_fn") or {}, self.identity["build_fn"]
+        if old.get("name") != new["name"]:
+            raise ValueError(f"{self.path} holds a search by build_fn {old.get('name')}, not {new['name']}. {fix}")
+        if old.get("source_sha256") and new["source_sha256"] and old["source_sha256"] != new["source_sha256"]:
+            raise ValueError(f"{self.path} holds a search by another version of build_fn {new['name']} (its "
+                             f"source changed since). {fix}")
+        differences = _space_differences(saved.get("search_space") or {}, self.identity["search_space"])
+        if differences:
+            raise ValueError(f"{self.path} holds a search over another search space ({'; '.join(differences)}). "
+                             f"{fix}")
+
+
+def build_fn_identity(fn) -> dict:
+    """``fn``'s module and qualified name, and the SHA-256 of its source (None when the source is unavailable).
+
+    Works for functions, bound methods (``HyperModel.build``), ``functools.partial`` and callable objects:
+    the last two are named by the function or class they wrap.
+    """
+    target = getattr(fn, "func", fn)  # functools.partial
+    if not hasattr(target, "__qualname__"):
+        target = type(target)  # a callable object: its class
+    name = f"{getattr(target, '__module__', None) or '?'}.{target.__qualname__}"
+    try:
+        source = inspect.getsource(target)
+    except (OSError, TypeError):  # typed into a REPL, built in, or a C extension
+        source = None
+    digest = None if source is None else hashlib.sha256(source.encode()).hexdigest()
+    return {"name": name, "source_sha256": digest}
+
+
+def _plain(value):
+    """``value`` as it reads back from JSON (tuples become lists), so saved and fresh compare equal."""
+    return json.loads(json.dumps(value, default=repr))
+
+
+def _space_differences(old: dict, new: dict) -> list[str]:
+    """What changed between two :meth:`HyperParameters.describe` results, one phrase per name."""
+    changes = [f"{name!r} is new" for name in new if name not in old]
+    changes += [f"{name!r} is gone" for name in old if name not in new]
+    changes += [f"{name!r} was {_shown(old[name])}, is {_shown(new[name])}"
+                for name in new if name in old and old[name] != new[name]]
+    return changes
+
+
+def _shown(entry: dict) -> str:
+    """One hyper-parameter of :meth:`HyperParameters.describe` in words: ``int in [8, 32] step 8``."""
+    kind = entry.get("kind")
+    if kind in ("int", "float"):
+        text = f"{kind} in [{entry.get('min_value')}, {entry.get('max_value')}]"
+        text += f" step {entry['step']}" if entry.get("step") is not None else ""
+        text += f" {entry['sampling']}" if entry.get("sampling", "linear") != "linear" else ""
+    elif kind == "boolean":
+        text = "boolean"
+    else:
+        text = f"{kind} of {entry.get('values')}"
+    if entry.get("conditions"):
+        text += " when " + " and ".join(f"{parent} in {values}" for parent, values in entry["conditions"])
+    return text
 
 
 def _version(ckpt) -> tuple:

@@ -45,7 +45,7 @@ from .memory import model_bytes
 from .objective import objective_of
 from .packed import Member, PackedModel
 from .packing_policy import STRATEGIES, pack_opt, split_group
-from .project import Project
+from .project import Project, build_fn_identity
 
 __all__ = ["Tuner"]
 
@@ -95,6 +95,12 @@ class Tuner:
     directory, project_name : str, optional
         Where the search keeps its state: a later ``search`` with the same
         folder resumes from the last finished rung. Default: in memory only.
+        A folder holding another search is refused with ``ValueError``: one
+        written under another ``max_epochs``, ``factor``, objective or seed,
+        by another ``build_fn`` (module and qualified name, and its source when
+        :func:`inspect.getsource` reads it) or over another search space (the
+        space as ``build_fn`` declares it). A folder written before the last
+        two were recorded is resumed with a warning.
     overwrite : bool, default=False
         Start afresh even when ``directory/project_name`` holds a search.
     packing : {"knn", "random", "batch_size", "none"}, default="knn"
@@ -185,7 +191,9 @@ class Tuner:
                                        mode=self.objective.direction, seed=seed)
         self._project = Project(directory, project_name, {"max_epochs": max_epochs, "factor": factor,
                                                           "objective": self.objective.name, "seed": seed},
-                                overwrite=overwrite)
+                                overwrite=overwrite,
+                                identity={"build_fn": build_fn_identity(self._build_fn),
+                                          "search_space": self.oracle_.space.describe()})
         self.groups_, self.trace_, self.oom_splits_, self.search_time_ = [], [], 0, 0.0
         self.target_reached_ = None
         self._ckpts, self._curves, self._bytes, self._labels = {}, {}, {}, {}

@@ -117,7 +117,28 @@ def test_a_search_resumes_from_its_directory_with_the_same_results(tf_det, digit
                        atol=1e-6)
     with pytest.raises(ValueError, match="holds a search with max_epochs=3, not 9. Pass overwrite=True"):
         tuner(directory=tmp_path, project_name="p", max_epochs=9)
+    from tf_packing import HyperParameters, Tuner
+
+    with pytest.raises(ValueError, match=r"holds a search by build_fn \S+\.build, not \S+\.build_wider\. Pass "
+                                         r"overwrite=True to start afresh, or another project_name\.$"):
+        Tuner(build_wider, objective="val_accuracy", max_epochs=3, seed=0, directory=tmp_path, project_name="p")
+    extra = HyperParameters()
+    extra.Fixed("batch_size", 16)
+    with pytest.raises(ValueError, match=r"holds a search over another search space \('batch_size' is new\)\. "
+                                         r"Pass overwrite=True"):
+        tuner(directory=tmp_path, project_name="p", hyperparameters=extra)
+    assert len(tuner(directory=tmp_path, project_name="p").oracle_.trials_) == 5  # its own: resumed, finished
     assert len(tuner(directory=tmp_path, project_name="p", overwrite=True).oracle_.trials_) == 0
+
+
+def build_wider(hp):
+    """Another build_fn: the same hyper-parameter names, a wider layer range."""
+    import keras
+
+    model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(hp.Int("units", 8, 64, step=8)),
+                              keras.layers.Dense(10, activation="softmax")])
+    model.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"])
+    return model
 
 
 def test_a_rung_where_no_score_is_a_number_is_an_error_that_names_the_causes(tf_det, digits):
