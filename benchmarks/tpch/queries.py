@@ -25,17 +25,20 @@ def parse_selection(text: str) -> list[int]:
     Raises
     ------
     QuerySelectionError
-        For anything outside 1..22 or unparsable.
+        For anything outside 1..22, a reversed range (``5-3``) or unparsable.
     """
     chosen = set()
-    for part in str(text).split(","):
-        part = part.strip().lower().lstrip("q")
+    parts = [part.strip().lower().lstrip("q") for part in str(text).split(",")]
+    for i, part in enumerate(parts):
         m = re.fullmatch(r"(\d+)(?:-q?(\d+))?", part)
         if not m:
             raise QuerySelectionError(f"Cannot read query selection {text!r}: use e.g. 1-22, 1,3,5-7 or 6.")
         low, high = int(m.group(1)), int(m.group(2) or m.group(1))
-        if low > high or low < 1 or high > 22:
+        if min(low, high) < 1 or max(low, high) > 22:
             raise QuerySelectionError(f"TPC-H has queries 1 to 22; {part!r} in {text!r} is outside them.")
+        if low > high:
+            fixed = ",".join(parts[:i] + [f"{high}-{low}"] + parts[i + 1:])
+            raise QuerySelectionError(f"--queries {text} is reversed: write {fixed}.")
         chosen.update(range(low, high + 1))
     return sorted(chosen)
 

@@ -15,6 +15,7 @@ PROJECT = Path(__file__).resolve().parents[2]
 
 @pytest.mark.parametrize("args,message", [
     (["--queries", "23"], "TPC-H has queries 1 to 22"),
+    (["--queries", "5-3"], "--queries 5-3 is reversed: write 3-5."),
     (["--modes", "vanilla,turbo"], "Unknown mode 'turbo'"),
     (["--sf", "0"], "--sf must be > 0, got 0"),
     (["--sf", "-2"], "--sf must be > 0, got -2"),

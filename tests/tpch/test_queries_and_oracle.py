@@ -18,10 +18,20 @@ def test_selection_is_parsed(text, expected):
     assert parse_selection(text) == expected
 
 
-@pytest.mark.parametrize("text", ["0", "23", "1-23", "5-2", "a", "1;2", ""])
+@pytest.mark.parametrize("text", ["0", "23", "1-23", "30-5", "a", "1;2", ""])
 def test_bad_selection_names_the_valid_range(text):
     with pytest.raises(QuerySelectionError, match=r"queries 1 to 22|Cannot read query selection"):
         parse_selection(text)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("5-3", "--queries 5-3 is reversed: write 3-5."),
+    ("1,q9-q7,12", "--queries 1,q9-q7,12 is reversed: write 1,7-9,12."),
+])
+def test_a_reversed_range_is_named_with_its_fix(text, message):
+    with pytest.raises(QuerySelectionError) as refused:
+        parse_selection(text)
+    assert str(refused.value) == message
 
 
 def test_modes_are_parsed_and_unknown_ones_listed():
