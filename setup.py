@@ -76,6 +76,7 @@ setup(
     packages=find_packages(include=["spark_plugin*", "shuffle_merge*", "tf_packing*"]),
     package_data={
         "spark_plugin": ["jars/*.jar", "jvm/src/**/*.java", "jvm/resources/**/*"],
+        "spark_plugin.advisor": ["jvm/src/**/*.java"],
         "shuffle_merge": ["jvm/src/**/*.java"],
         "spark_plugin.rotary": ["queries/*.sql"],
     },

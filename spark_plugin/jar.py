@@ -40,7 +40,8 @@ _KEYS_RESOURCE = "dev/sparkrm/keys.json"
 _PROJECT_DIR = Path(__file__).resolve().parent.parent
 #: Java source trees compiled into the one jar: ``src`` holds .java files,
 #: ``resources`` files copied as they are.
-SOURCE_ROOTS = (_PROJECT_DIR / "spark_plugin" / "jvm", _PROJECT_DIR / "shuffle_merge" / "jvm")
+SOURCE_ROOTS = (_PROJECT_DIR / "spark_plugin" / "jvm", _PROJECT_DIR / "spark_plugin" / "advisor" / "jvm",
+                _PROJECT_DIR / "shuffle_merge" / "jvm")
 PACKAGED_JAR = Path(__file__).resolve().parent / "jars" / JAR_NAME
 
 _JDK_HINT = ("Install a JDK 17 or newer (Debian/Ubuntu: `apt-get install openjdk-17-jdk-headless`; "
@@ -178,17 +179,25 @@ def find_javac() -> str:
     JarError
         Naming the package to install when no JDK is found.
     """
+    return _jdk_tool("javac", "Cannot build the sparkrm jar", "(a JRE alone is not enough)")
+
+
+def find_java() -> str:
+    """Path of ``java`` from ``JAVA_HOME`` or ``PATH``, for the tools that run the jar's classes directly."""
+    return _jdk_tool("java", "Cannot run the sparkrm jar's tools", "")
+
+
+def _jdk_tool(name: str, doing: str, note: str) -> str:
     java_home = os.environ.get("JAVA_HOME")
     if java_home:
-        candidate = Path(java_home) / "bin" / "javac"
+        candidate = Path(java_home) / "bin" / name
         if candidate.is_file():
             return str(candidate)
-    found = shutil.which("javac")
+    found = shutil.which(name)
     if found:
         return found
-    where = f"JAVA_HOME={java_home} has no bin/javac and " if java_home else ""
-    raise JarError(f"Cannot build the sparkrm jar: {where}no `javac` is on PATH (a JRE alone is not "
-                   f"enough). {_JDK_HINT}")
+    where = f"JAVA_HOME={java_home} has no bin/{name} and " if java_home else ""
+    raise JarError(f"{doing}: {where}no `{name}` is on PATH{' ' + note if note else ''}. {_JDK_HINT}")
 
 
 def _source_files():

@@ -9,7 +9,7 @@ from pathlib import Path
 from spark_plugin.errors import SparkrmError
 
 from .recommend import TARGETS, recommend
-from .runs import load_runs
+from .runs import collect_runs, no_runs_message
 
 
 def main(argv=None) -> int:
@@ -17,7 +17,9 @@ def main(argv=None) -> int:
         prog="python -m spark_plugin.advisor", description=__doc__.split(":", 1)[1].strip(),
         epilog="Run the job at two or more executor counts (three or more to check the fit on held-out runs), "
                "with spark.sparkrm.telemetry.dir or spark.eventLog.dir set, and pass the files.")
-    parser.add_argument("files", nargs="+", type=Path, help="telemetry files (*.telemetry.jsonl) or Spark event logs")
+    parser.add_argument("files", nargs="+", type=Path,
+                        help="telemetry files (*.telemetry.jsonl), Spark event logs (files or eventlog_v2_* folders, "
+                             "any codec), or folders of them such as spark.eventLog.dir")
     parser.add_argument("--job", default=None, help="the job group to model (default: whole applications)")
     parser.add_argument("--target", choices=TARGETS, default="fastest",
                         help="fastest, or cheapest: fewest slot-seconds within --within of the fastest")
@@ -28,15 +30,25 @@ def main(argv=None) -> int:
     parser.add_argument("--plot", type=Path, default=None, help="write measured and fitted speedups to this PNG")
     args = parser.parse_args(argv)
     try:
-        runs = sorted(load_runs(args.files, args.job), key=lambda r: r.slots)
         if args.max_slots is not None and args.max_slots < 1:
             raise ValueError(f"--max-slots must be >= 1, got {args.max_slots}")
+        if args.within < 0:
+            raise ValueError(f"--within is the percent slower than the fastest that cheapest may be: >= 0, "
+                             f"got {args.within:g}")
+        found = collect_runs(args.files, args.job)
+        if not found.runs:
+            raise SparkrmError(no_runs_message(found, args.job))
+        runs = sorted(found.runs, key=lambda r: r.slots)
         advice = recommend(runs, target=args.target, within=args.within / 100,
                            cores_per_executor=args.cores_per_executor, max_slots=args.max_slots)
     except (SparkrmError, ValueError) as e:
         print(f"advisor: {e}", file=sys.stderr)
         return 2
     print(report(runs, advice, args.job))
+    for source, why in found.notes:
+        print(f"note: {source} {why}")
+    for source, why in found.left_out:
+        print(f"left out: {source}: {why}")
     if args.plot:
         plot(runs, advice, args.plot, args.job)
         print(f"plot: {args.plot}")

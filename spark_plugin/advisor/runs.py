@@ -8,11 +8,12 @@ harness names one per query), or every job of the application when no group is g
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from spark_plugin.errors import SparkrmError
+
+from .event_logs import ROLLING_PREFIX, looks_like_event_log, read_event_logs
 
 
 @dataclass(frozen=True)
@@ -27,40 +28,133 @@ class Run:
     stage_tasks: tuple[int, ...] = ()
 
 
+@dataclass
+class RunSet:
+    """The runs found in the files a user named, and every application left out, with why (one line each)."""
+
+    runs: list[Run]
+    left_out: list[tuple[str, str]]
+    notes: list[tuple[str, str]]
+
+
 def load_runs(paths, job: str | None = None) -> list[Run]:
     """The runs of ``job`` (a job group; ``None``: whole applications) in telemetry files or event logs.
 
     Raises
     ------
     SparkrmError
-        Naming the file, when one is neither kind, holds no job of that group, or no executor.
+        When no file yields a run, naming each file and why it was left out.
     """
-    return [load_run(Path(p), job) for p in paths]
+    found = collect_runs(paths, job)
+    if not found.runs:
+        raise SparkrmError(no_runs_message(found, job))
+    return found.runs
+
+
+def collect_runs(paths, job: str | None = None) -> RunSet:
+    """Every run of ``job`` in ``paths``, and the applications left out.
+
+    A path is a sparkrm telemetry file, a Spark event log in any form Spark writes (see
+    :mod:`.event_logs`), or a folder of them (``spark.eventLog.dir`` or ``spark.sparkrm.telemetry.dir``):
+    each application is one run. An application that failed or is still running counts with its finished
+    jobs; one with no finished job of ``job``, or no executor, is left out and said why.
+
+    Raises
+    ------
+    SparkrmError
+        Naming the path, when one does not exist or is neither kind of file.
+    """
+    telemetry, event_logs, left_out = [], [], []
+    for path in _expand(paths):
+        kind = _kind(path)
+        if kind == "telemetry":
+            telemetry.append(path)
+        elif kind == "event log":
+            event_logs.append(path)
+        else:
+            left_out.append((str(path), kind))
+    found = RunSet([], left_out, [])
+    for path in telemetry:
+        _add(found, str(path), *_from_telemetry(path), job, finished_note=None)
+    for log in read_event_logs(event_logs):
+        if log.problem:
+            found.left_out.append((log.path, log.problem))
+            continue
+        unfinished = None if log.completed else "the application had not ended (still running, or killed)"
+        if log.truncated:
+            unfinished = f"its log breaks off: {'; '.join(log.truncated)}"
+        _add(found, log.path, *_from_events(log.events), job, finished_note=unfinished)
+    return found
 
 
 def load_run(path: Path, job: str | None = None) -> Run:
     """One run from ``path``: a sparkrm telemetry file (``*.telemetry.jsonl``) or a Spark event log."""
+    return load_runs([path], job)[0]
+
+
+def no_runs_message(found: RunSet, job: str | None) -> str:
+    """One line: no run of ``job`` was found, and why each application was left out."""
+    what = f"job group {job!r}" if job else "any job"
+    why = "; ".join(f"{path}: {reason}" for path, reason in found.left_out) or "no file was given"
+    return f"No run of {what} found. {why}"
+
+
+def _expand(paths) -> list[Path]:
+    """The files named, with folders other than rolling event logs replaced by their visible entries."""
+    out = []
+    for p in map(Path, paths):
+        if not p.exists():
+            raise SparkrmError(f"Cannot read run file {p}: no such file or folder.")
+        if p.is_dir() and not p.name.startswith(ROLLING_PREFIX):
+            out += sorted(c for c in p.iterdir() if not c.name.startswith((".", "_")))
+        else:
+            out.append(p)
+    return out
+
+
+def _kind(path: Path) -> str:
+    """``telemetry``, ``event log``, or why the file is neither."""
+    if path.name.endswith(".telemetry.jsonl"):
+        return "telemetry"
+    if looks_like_event_log(path):
+        return "event log"
+    if path.is_dir():
+        return "a folder that is not an event log (pass the files in it)"
     try:
-        first = path.open("rb").readline()
+        with path.open("rb") as f:
+            first = f.readline()
     except OSError as e:
         raise SparkrmError(f"Cannot read run file {path}: {e.strerror or e}.") from e
     if b'"schemas"' in first:
-        jobs, stages, slots = _from_telemetry(path)
-    elif b'"Event"' in first:
-        jobs, stages, slots = _from_event_log(path)
-    else:
-        raise SparkrmError(f"{path} is neither a sparkrm telemetry file nor a Spark event log: pass files written "
-                           "under spark.sparkrm.telemetry.dir or spark.eventLog.dir.")
+        return "telemetry"
+    return ("neither a sparkrm telemetry file nor a Spark event log: pass files written under "
+            "spark.sparkrm.telemetry.dir or spark.eventLog.dir")
+
+
+def _add(found: RunSet, source: str, jobs, stages, slots: int, job, finished_note) -> None:
+    """Make ``source``'s run of ``job`` from its finished jobs, or say why there is none."""
     mine = [j for j in jobs if job is None or j["group"] == job]
-    if not mine:
-        groups = sorted({str(j["group"]) for j in jobs})
-        raise SparkrmError(f"{path} holds no job of group {job!r}; its groups: {', '.join(groups) or 'none'}.")
+    done = [j for j in mine if j["end"] is not None and not j["failed"]]
+    groups = sorted({str(j["group"]) for j in jobs})
+    if not done:
+        reason = (f"no finished job of group {job!r}; its groups: {', '.join(groups) or 'none'}" if job
+                  else "no finished job")
+        if mine:
+            reason = f"its {len(mine)} job(s) of group {job!r} failed or did not finish"
+        found.left_out.append((source, reason + (f"; {finished_note}" if finished_note else "")))
+        return
     if slots < 1:
-        raise SparkrmError(f"{path} records no executor: the run's task slots are unknown.")
-    stage_ids = {s for j in mine for s in j["stages"]}
+        found.left_out.append((source, "records no executor: the run's task slots are unknown"))
+        return
+    if len(done) < len(mine) or finished_note:
+        found.notes.append((source, f"counts {len(done)} of its {len(mine)} job(s)"
+                                    f"{' of group ' + repr(job) if job else ''}: the others failed or did not "
+                                    f"finish{'; ' + finished_note if finished_note else ''}"))
+    stage_ids = {s for j in done for s in j["stages"]}
     stage_tasks = tuple(n for sid, n in sorted(stages.items()) if sid in stage_ids)
-    wall_ms = max(j["end"] for j in mine) - min(j["start"] for j in mine)
-    return Run(slots=slots, tasks=sum(stage_tasks), wall_s=wall_ms / 1000, source=str(path), stage_tasks=stage_tasks)
+    wall_ms = max(j["end"] for j in done) - min(j["start"] for j in done)
+    found.runs.append(Run(slots=slots, tasks=sum(stage_tasks), wall_s=wall_ms / 1000, source=source,
+                          stage_tasks=stage_tasks))
 
 
 def _from_telemetry(path: Path):
@@ -68,23 +162,23 @@ def _from_telemetry(path: Path):
 
     t = read_telemetry(path)
     jobs = [{"group": j["jobGroup"], "start": j["submissionTime"], "end": j["completionTime"],
-             "stages": j["stageIds"] or []} for j in t["job"].to_pylist() if j["completionTime"]]
+             "stages": j["stageIds"] or [], "failed": j["status"] == "failed"} for j in t["job"].to_pylist()]
     stages = {s["stageId"]: s["numTasks"] for s in t["stage"].to_pylist() if s["status"] == "succeeded"}
     return jobs, stages, _peak_slots(t["executor"].to_pylist(), "event", "executorId", "cores")
 
 
-def _from_event_log(path: Path):
+def _from_events(events: list[dict]):
+    """Jobs, succeeded stages' task counts and peak slots from one application's listener events."""
     jobs, stages, executors = {}, {}, []
-    for line in path.read_text().splitlines():
-        if not line.strip():
-            continue
-        e = json.loads(line)
+    for e in events:
         kind = e.get("Event")
         if kind == "SparkListenerJobStart":
             jobs[e["Job ID"]] = {"group": (e.get("Properties") or {}).get("spark.jobGroup.id"),
-                                 "start": e["Submission Time"], "end": None, "stages": e.get("Stage IDs", [])}
+                                 "start": e["Submission Time"], "end": None, "stages": e.get("Stage IDs", []),
+                                 "failed": False}
         elif kind == "SparkListenerJobEnd" and e["Job ID"] in jobs:
             jobs[e["Job ID"]]["end"] = e["Completion Time"]
+            jobs[e["Job ID"]]["failed"] = (e.get("Job Result") or {}).get("Result", "JobSucceeded") != "JobSucceeded"
         elif kind == "SparkListenerStageCompleted" and "Failure Reason" not in e["Stage Info"]:
             stages[e["Stage Info"]["Stage ID"]] = e["Stage Info"]["Number of Tasks"]
         elif kind == "SparkListenerExecutorAdded":
@@ -92,7 +186,7 @@ def _from_event_log(path: Path):
                               "cores": e["Executor Info"]["Total Cores"]})
         elif kind == "SparkListenerExecutorRemoved":
             executors.append({"event": "removed", "executorId": e["Executor ID"], "cores": 0})
-    return [j for j in jobs.values() if j["end"]], stages, _peak_slots(executors, "event", "executorId", "cores")
+    return list(jobs.values()), stages, _peak_slots(executors, "event", "executorId", "cores")
 
 
 def _peak_slots(events, event_key: str, id_key: str, cores_key: str) -> int:

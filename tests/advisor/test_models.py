@@ -1,15 +1,13 @@
 """The advisor's models and recommendation on runs whose true scaling is known, and its run files."""
 
-import json
 import math
 import statistics
 
 import pytest
 
-from spark_plugin.advisor import Ipso, Run, Usba, Waves, holdout_errors, load_run, recommend
+from spark_plugin.advisor import Ipso, Run, Usba, Waves, holdout_errors, recommend
 from spark_plugin.advisor.models import waves
 from spark_plugin.advisor.recommend import chosen_model
-from spark_plugin.errors import SparkrmError
 
 
 def runs_of(time_of, slots=(1, 2, 3, 4), tasks=200):
@@ -126,48 +124,3 @@ def test_too_few_slot_counts_or_a_bad_target_are_refused_saying_why():
         recommend([Run(2, 10, 5.0), Run(2, 10, 5.5)])
     with pytest.raises(ValueError, match="target 'cheap'"):
         recommend(runs_of(lambda n: 10 / n), target="cheap")
-
-
-def event_log(path, slots, group="q1"):
-    events = [{"Event": "SparkListenerApplicationStart", "Timestamp": 0}]
-    events += [{"Event": "SparkListenerExecutorAdded", "Executor ID": str(i), "Executor Info": {"Total Cores": 1}}
-               for i in range(slots)]
-    events += [{"Event": "SparkListenerJobStart", "Job ID": 0, "Submission Time": 1000, "Stage IDs": [0, 1],
-                "Properties": {"spark.jobGroup.id": group}},
-               {"Event": "SparkListenerStageCompleted", "Stage Info": {"Stage ID": 0, "Number of Tasks": 8}},
-               {"Event": "SparkListenerStageCompleted", "Stage Info": {"Stage ID": 1, "Number of Tasks": 4}},
-               {"Event": "SparkListenerJobEnd", "Job ID": 0, "Completion Time": 1000 + 10_000 // slots}]
-    path.write_text("\n".join(json.dumps(e) for e in events) + "\n")
-    return path
-
-
-def test_spark_event_logs_are_read_as_runs(tmp_path):
-    run = load_run(event_log(tmp_path / "app-1", 4), job="q1")
-    assert (run.slots, run.tasks, run.wall_s, run.stage_tasks) == (4, 12, 2.5, (8, 4))
-
-
-def test_a_missing_job_group_or_a_foreign_file_is_named(tmp_path):
-    with pytest.raises(SparkrmError, match="no job of group 'q9'; its groups: q1"):
-        load_run(event_log(tmp_path / "app-1", 2), job="q9")
-    (tmp_path / "notes.txt").write_text("hello\n")
-    with pytest.raises(SparkrmError, match="notes.txt is neither a sparkrm telemetry file nor a Spark event log"):
-        load_run(tmp_path / "notes.txt")
-
-
-def test_the_command_prints_the_runs_the_fit_and_the_recommendation_and_plots(tmp_path, capsys):
-    from spark_plugin.advisor.__main__ import main
-
-    files = [str(event_log(tmp_path / f"app-{m}", m)) for m in (1, 2, 3, 4)]
-    assert main([*files, "--job", "q1", "--plot", str(tmp_path / "speedup.png")]) == 0
-    out = capsys.readouterr().out
-    assert "job 'q1': 4 runs" in out and "held-out error" in out and "scaling type I" in out
-    assert "--conf spark.executor.instances=" in out and "partitions: the runs' own (12 tasks" in out
-    assert (tmp_path / "speedup.png").stat().st_size > 0
-
-
-def test_the_command_says_in_one_line_why_it_cannot_advise(tmp_path, capsys):
-    from spark_plugin.advisor.__main__ import main
-
-    assert main([str(event_log(tmp_path / "app-1", 2))]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("advisor: the advisor needs runs at two or more slot counts") and "\n" not in err

@@ -1,0 +1,179 @@
+"""The advisor reads the event logs Spark itself writes: rolling folders and single files, each codec, unfinished
+applications and failed jobs, a folder of many applications; never a hand-written imitation."""
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from spark_plugin.advisor import collect_runs, load_runs
+from spark_plugin.errors import SparkrmError
+from tests.conftest import shutdown_driver_jvm
+
+pytestmark = pytest.mark.spark
+
+#: (name, master, rolling, codec): "default" leaves Spark's own setting (rolling on, zstd); "none" turns
+#: compression off. Every application sets every key, so none inherits the previous one's in the shared JVM.
+APPS = [("default-1", "local[1]", None, None), ("default-2", "local[2]", None, None),
+        ("lz4-file", "local[2]", "false", "lz4"), ("snappy-file", "local[1]", "false", "snappy"),
+        ("zstd-file", "local[2]", "false", "zstd"), ("plain-rolling", "local[1]", "true", "none")]
+
+
+def eventlog_conf(folder, rolling, codec) -> dict:
+    from pyspark import SparkConf
+
+    defaults = SparkConf(loadDefaults=False)  # Spark's defaults, read from Spark rather than assumed
+    conf = {"spark.eventLog.enabled": "true", "spark.eventLog.dir": str(folder),
+            "spark.eventLog.rolling.enabled": rolling or defaults.get("spark.eventLog.rolling.enabled", "true"),
+            "spark.eventLog.compress": "false" if codec == "none" else "true"}
+    conf["spark.eventLog.compression.codec"] = codec if codec not in (None, "none") else "zstd"
+    return conf
+
+
+def run_app(folder, master, rolling, codec, *, failing_job=False, copy_while_running=None):
+    """One application writing its event log under ``folder``: job group ``squares`` (a shuffle), and
+    group ``other``; optionally a failed job in ``squares`` and a copy of the log taken before it ends."""
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master(master).appName("advisor-event-logs")
+    for key, value in eventlog_conf(folder, rolling, codec).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    sc = spark.sparkContext
+    try:
+        sc.setJobGroup("squares", "sum of squares by key")
+        pairs = sc.parallelize(range(2000), 6).map(lambda x: (x % 7, x * x))
+        assert dict(pairs.reduceByKey(lambda a, b: a + b).collect())[0] == sum(x * x for x in range(0, 2000, 7))
+        if failing_job:
+            with pytest.raises(Exception):
+                sc.parallelize(range(4), 2).map(lambda x: 1 // 0).collect()
+        sc.setJobGroup("other", "not modelled")
+        sc.parallelize(range(10), 2).count()
+        if copy_while_running is not None:
+            log = next(folder.iterdir())
+            (shutil.copytree if log.is_dir() else shutil.copy)(log, copy_while_running / log.name)
+    finally:
+        spark.stop()
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("event-logs")
+    try:
+        for name, master, rolling, codec in APPS:
+            (root / name).mkdir()
+            run_app(root / name, master, rolling, codec)
+        (root / "failed").mkdir()
+        (root / "killed").mkdir()
+        run_app(root / "failed", "local[2]", None, None, failing_job=True, copy_while_running=root / "killed")
+    finally:
+        shutdown_driver_jvm()
+    return root
+
+
+def only_entry(folder):
+    (entry,) = [p for p in folder.iterdir() if not p.name.startswith(".")]
+    return entry
+
+
+def test_spark_defaults_write_a_rolling_zstd_folder_and_it_reads_as_one_run(logs):
+    log = only_entry(logs / "default-2")
+    assert log.is_dir() and log.name.startswith("eventlog_v2_")
+    assert [p.suffix for p in log.glob("events_*")] == [".zstd"]
+    (run,) = load_runs([log], job="squares")
+    assert (run.slots, run.tasks, run.stage_tasks) == (2, 12, (6, 6)) and run.wall_s > 0
+
+
+@pytest.mark.parametrize("name, slots", [("lz4-file", 2), ("snappy-file", 1), ("zstd-file", 2), ("plain-rolling", 1)])
+def test_every_codec_and_single_files_read_the_same_run(logs, name, slots):
+    (run,) = load_runs([only_entry(logs / name)], job="squares")
+    assert (run.slots, run.tasks, run.stage_tasks) == (slots, 12, (6, 6))
+
+
+def test_a_folder_of_many_applications_gives_one_run_each_and_job_filters(logs):
+    folder = logs / "all"
+    folder.mkdir()
+    for name, *_ in APPS:
+        entry = only_entry(logs / name)
+        (shutil.copytree if entry.is_dir() else shutil.copy)(entry, folder / entry.name)
+    found = collect_runs([folder], job="squares")
+    assert sorted(r.slots for r in found.runs) == [1, 1, 1, 2, 2, 2] and not found.left_out
+    assert {r.tasks for r in found.runs} == {12}
+    assert {r.tasks for r in collect_runs([folder], job="other").runs} == {2}
+    with pytest.raises(SparkrmError, match=r"No run of job group 'q9' found\. .*no finished job of group 'q9'; "
+                                           r"its groups: other, squares"):
+        load_runs([folder], job="q9")
+
+
+def test_a_failed_job_is_left_out_and_said(logs):
+    found = collect_runs([only_entry(logs / "failed")], job="squares")
+    (run,) = found.runs
+    assert run.stage_tasks == (6, 6)
+    (note,) = found.notes
+    assert "counts 1 of its 2 job(s) of group 'squares'" in note[1]
+
+
+def test_an_unfinished_application_counts_its_finished_jobs_and_says_so(logs):
+    log = only_entry(logs / "killed")
+    found = collect_runs([log], job="squares")
+    (run,) = found.runs
+    assert run.stage_tasks == (6, 6)
+    (note,) = found.notes
+    assert "the others failed or did not finish" in note[1]
+    assert "had not ended" in note[1] or "breaks off" in note[1]
+
+
+def test_a_cut_compressed_log_counts_what_precedes_the_break_and_a_damaged_plain_log_is_left_out(logs, tmp_path):
+    log = only_entry(logs / "zstd-file")
+    cut = tmp_path / log.name
+    cut.write_bytes(log.read_bytes()[: log.stat().st_size * 3 // 4])
+    found = collect_runs([cut], job="other")
+    assert not found.runs or found.notes  # what precedes the break counts, and says so
+    assert any("breaks off" in reason for _, reason in found.left_out + found.notes)
+
+    damaged = tmp_path / "damaged"
+    shutil.copytree(only_entry(logs / "plain-rolling"), damaged / only_entry(logs / "plain-rolling").name)
+    events = next((damaged / only_entry(logs / "plain-rolling").name).glob("events_*"))
+    lines = events.read_text().splitlines()
+    events.write_text("\n".join(lines[:5] + ["{not json"] + lines[5:]) + "\n")
+    found = collect_runs([*damaged.iterdir(), only_entry(logs / "lz4-file")], job="squares")
+    assert len(found.runs) == 1
+    (left,) = found.left_out
+    assert "line " in left[1] and "the log is damaged" in left[1]
+
+
+def test_the_command_reads_an_event_log_dir_as_a_user_passes_it(logs):
+    """``python -m spark_plugin.advisor <eventLog.dir>/* --job G`` on default Spark 4 logs."""
+    entries = [str(only_entry(logs / name)) for name in ("default-1", "default-2", "failed")]
+    result = subprocess.run([sys.executable, "-m", "spark_plugin.advisor", *entries, "--job", "squares"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "job 'squares': 3 runs" in result.stdout and "recommended (fastest)" in result.stdout
+    assert "counts 1 of its 2 job(s)" in result.stdout
+    bad = subprocess.run([sys.executable, "-m", "spark_plugin.advisor", str(logs / "default-1"), "--job", "nope"],
+                         capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+    assert bad.stderr.startswith("advisor: No run of job group 'nope' found.")
+
+
+def test_the_command_prints_the_runs_the_fit_and_the_recommendation_and_plots(logs, tmp_path, capsys):
+    from spark_plugin.advisor.__main__ import main
+
+    entries = [str(only_entry(logs / name)) for name, *_ in APPS]
+    assert main([*entries, "--job", "squares", "--plot", str(tmp_path / "speedup.png")]) == 0
+    out = capsys.readouterr().out
+    assert "job 'squares': 6 runs" in out and "held-out error" in out and "scaling type" in out
+    assert "--conf spark.executor.instances=" in out and "partitions: the runs' own (12 tasks" in out
+    assert (tmp_path / "speedup.png").stat().st_size > 0
+
+
+def test_the_command_says_in_one_line_why_it_cannot_advise(logs, capsys):
+    from spark_plugin.advisor.__main__ import main
+
+    assert main([str(only_entry(logs / "default-2")), "--job", "squares"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("advisor: the advisor needs runs at two or more slot counts") and "\n" not in err
+    assert main([str(only_entry(logs / "default-2")), "--target", "cheapest", "--within", "-5"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "advisor: --within is the percent slower than the fastest that cheapest may be: >= 0, got -5"
