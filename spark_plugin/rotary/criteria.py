@@ -11,14 +11,24 @@ out first (elapsed time counts from arrival, so waiting counts too), and *runnin
 whose every batch is processed holds the exact answer and is attained whatever its threshold, if it
 got there within its budget. A criterion met only after the deadline is not attained: an answer
 after the deadline is late, however good.
+
+:func:`parse` refuses a malformed text with a :class:`CriterionError` naming each wrong part
+(``accuracy 2 is outside 0-1; WITHIN -5 SECONDS: a time must be positive``) and the accepted form.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
+from ..errors import SparkrmError
+
 ATTAINED, UNATTAINED, RUNNING = "attained", "unattained", "running"
+
+
+class CriterionError(SparkrmError, ValueError):
+    """A completion criterion's text is malformed or out of range; the message names the part."""
 
 
 @dataclass(frozen=True)
@@ -112,31 +122,101 @@ def _budget(seconds, epochs, required: bool) -> Budget | None:
     return Budget(seconds=seconds, epochs=epochs)
 
 
-_NUMBER = r"(\d+(?:\.\d+)?)"
-_WITHIN = rf"(?:\s+WITHIN\s+{_NUMBER}\s+(SECONDS|EPOCHS))?"
-_FORMS = [
-    (re.compile(rf"^UNTIL\s+ACC\s*>=\s*{_NUMBER}{_WITHIN}$", re.I), accuracy),
-    (re.compile(rf"^UNTIL\s+CONVERGE\(\s*ACC\s*,\s*{_NUMBER}\s*\){_WITHIN}$", re.I), convergence),
-]
-_RUN_FOR = re.compile(rf"^RUN\s+FOR\s+{_NUMBER}\s+(SECONDS|EPOCHS)$", re.I)
+#: The accepted form of each template, and an example, for the error messages.
+_FORMS = {
+    "accuracy": ("UNTIL ACC >= A [WITHIN N SECONDS|EPOCHS] with 0 < A <= 1", "UNTIL ACC >= 0.95 WITHIN 360 SECONDS"),
+    "convergence": ("UNTIL CONVERGE(ACC, D) [WITHIN N SECONDS|EPOCHS] with 0 < D < 1",
+                    "UNTIL CONVERGE(ACC, 0.001) WITHIN 30 EPOCHS"),
+    "runtime": ("RUN FOR N SECONDS|EPOCHS", "RUN FOR 120 SECONDS"),
+}
+_ACC = re.compile(r"UNTIL\s+ACC\s*(>=|=>|<=|==|>|<|=)?\s*(.*)", re.I)
+_CONVERGE = re.compile(r"UNTIL\s+CONVERGE\s*\((.*)\)", re.I)
+_RUN_FOR = re.compile(r"RUN\s+FOR\b\s*(.*)", re.I)
+_WITHIN = re.compile(r"(.*?)\s+WITHIN\b\s*(.*)", re.I)
 
 
 def parse(text: str) -> Criterion:
-    """A criterion from its text form (see the module docstring)."""
-    text = " ".join(text.split())
-    for pattern, make in _FORMS:
-        m = pattern.match(text)
-        if m:
-            value, amount, unit = m.groups()
-            return make(float(value), **_budget_args(amount, unit))
-    m = _RUN_FOR.match(text)
+    """A criterion from its text form (see the module docstring).
+
+    Raises
+    ------
+    CriterionError
+        Naming every malformed part (``accuracy 2 is outside 0-1``, ``WITHIN -5 SECONDS: a time must be
+        positive``) and the accepted form, in one line.
+    """
+    shown = " ".join(str(text).split())
+    head, within = shown, None
+    m = _WITHIN.fullmatch(shown)
     if m:
-        return runtime(**_budget_args(*m.groups()))
-    raise ValueError(f"not a completion criterion: {text!r}; write e.g. 'UNTIL ACC >= 0.95 WITHIN 360 SECONDS', "
-                     "'UNTIL CONVERGE(ACC, 0.001) WITHIN 30 EPOCHS' or 'RUN FOR 120 SECONDS'")
+        head, within = m.group(1), m.group(2)
+    problems: list[str] = []
+    if m := _ACC.fullmatch(head):
+        kind = "accuracy"
+        op, value = m.group(1), m.group(2)
+        if op != ">=":
+            problems.append(f"{' '.join(filter(None, ('ACC', op, value)))}: the accuracy is compared with >=")
+        threshold = _number(value, "accuracy", problems)
+        if threshold is not None and not 0 < threshold <= 1:
+            problems.append(f"accuracy {value} is outside 0-1")
+    elif m := _CONVERGE.fullmatch(head):
+        kind = "convergence"
+        args = [a.strip() for a in m.group(1).split(",")]
+        if len(args) != 2 or args[0].upper() != "ACC":
+            problems.append(f"CONVERGE({m.group(1)}): it takes ACC and a delta")
+            delta = None
+        else:
+            delta = _number(args[1], "convergence delta", problems)
+            if delta is not None and not 0 < delta < 1:
+                problems.append(f"convergence delta {args[1]} is outside 0-1")
+    elif m := _RUN_FOR.fullmatch(head):
+        kind = "runtime"
+        if within is not None:
+            problems.append("RUN FOR takes no WITHIN: its budget follows FOR")
+        budget = _budget_of("FOR", m.group(1), problems)
+    else:
+        forms = "; ".join(f"{form} (e.g. {example!r})" for form, example in _FORMS.values())
+        raise CriterionError(f"{shown!r} is not a completion criterion. Write one of: {forms}.")
+    if kind != "runtime":
+        budget = {} if within is None else _budget_of("WITHIN", within, problems)
+    if problems:
+        form, example = _FORMS[kind]
+        raise CriterionError(f"{shown!r}: {'; '.join(problems)}. Write {form}, e.g. {example!r}.")
+    if kind == "accuracy":
+        return accuracy(threshold, **budget)
+    if kind == "convergence":
+        return convergence(delta, **budget)
+    return runtime(**budget)
 
 
-def _budget_args(amount, unit) -> dict:
-    if amount is None:
+def _number(text: str, what: str, problems: list) -> float | None:
+    """``text`` as a finite number, or None with a problem noted."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not math.isfinite(value):
+        problems.append(f"{what} {text!r} is not a number" if text else f"{what}: the number is missing")
+        return None
+    return value
+
+
+def _budget_of(word: str, text: str, problems: list) -> dict:
+    """The keyword arguments of a budget ``N SECONDS|EPOCHS`` following ``word``, or {} with a problem noted."""
+    part = f"{word} {text}".strip()
+    m = re.fullmatch(r"(\S+)\s+(\S+)", text)
+    if not m or m.group(2).upper() not in ("SECONDS", "EPOCHS"):
+        problems.append(f"{part}: a budget is a number then SECONDS or EPOCHS")
         return {}
-    return {"seconds": float(amount)} if unit.upper() == "SECONDS" else {"epochs": int(float(amount))}
+    amount, unit = m.group(1), m.group(2).upper()
+    value = _number(amount, "budget", problems)
+    if value is None:
+        return {}
+    if unit == "SECONDS":
+        if value <= 0:
+            problems.append(f"{part}: a time must be positive")
+            return {}
+        return {"seconds": value}
+    if value < 1 or value != int(value):
+        problems.append(f"{part}: epochs are a whole number >= 1")
+        return {}
+    return {"epochs": int(value)}

@@ -24,15 +24,39 @@ def test_the_three_templates_parse_and_print_back(text, kind, shown):
     assert c.kind == kind and str(c) == shown
 
 
+ACC_FORM = "Write UNTIL ACC >= A [WITHIN N SECONDS|EPOCHS] with 0 < A <= 1, e.g. 'UNTIL ACC >= 0.95 WITHIN 360 SECONDS'."
+RUN_FORM = "Write RUN FOR N SECONDS|EPOCHS, e.g. 'RUN FOR 120 SECONDS'."
+
+
 @pytest.mark.parametrize("text, message", [
-    ("UNTIL ACC > 0.9", "not a completion criterion"),
-    ("UNTIL ACC >= 1.5", r"threshold lies in \(0, 1\]"),
-    ("UNTIL CONVERGE(ACC, 2)", r"delta lies in \(0, 1\)"),
-    ("RUN FOR 0 SECONDS", "a budget is positive"),
+    ("UNTIL ACC >= 2 WITHIN -5 SECONDS",
+     f"'UNTIL ACC >= 2 WITHIN -5 SECONDS': accuracy 2 is outside 0-1; WITHIN -5 SECONDS: a time must be positive. "
+     f"{ACC_FORM}"),
+    ("UNTIL ACC > 0.9", f"'UNTIL ACC > 0.9': ACC > 0.9: the accuracy is compared with >=. {ACC_FORM}"),
+    ("UNTIL ACC >= 1.5", f"'UNTIL ACC >= 1.5': accuracy 1.5 is outside 0-1. {ACC_FORM}"),
+    ("UNTIL ACC >= high", f"'UNTIL ACC >= high': accuracy 'high' is not a number. {ACC_FORM}"),
+    ("UNTIL ACC >= 0.9 WITHIN 5 MINUTES",
+     f"'UNTIL ACC >= 0.9 WITHIN 5 MINUTES': WITHIN 5 MINUTES: a budget is a number then SECONDS or EPOCHS. "
+     f"{ACC_FORM}"),
+    ("UNTIL CONVERGE(ACC, 2) WITHIN 2.5 EPOCHS",
+     "'UNTIL CONVERGE(ACC, 2) WITHIN 2.5 EPOCHS': convergence delta 2 is outside 0-1; WITHIN 2.5 EPOCHS: epochs "
+     "are a whole number >= 1. Write UNTIL CONVERGE(ACC, D) [WITHIN N SECONDS|EPOCHS] with 0 < D < 1, e.g. "
+     "'UNTIL CONVERGE(ACC, 0.001) WITHIN 30 EPOCHS'."),
+    ("RUN FOR 0 SECONDS", f"'RUN FOR 0 SECONDS': FOR 0 SECONDS: a time must be positive. {RUN_FORM}"),
+    ("RUN FOR 3 SECONDS WITHIN 4 EPOCHS",
+     f"'RUN FOR 3 SECONDS WITHIN 4 EPOCHS': RUN FOR takes no WITHIN: its budget follows FOR. {RUN_FORM}"),
 ])
-def test_bad_criteria_say_what_is_accepted(text, message):
-    with pytest.raises(ValueError, match=message):
+def test_bad_criteria_name_the_wrong_part_and_the_accepted_form(text, message):
+    with pytest.raises(criteria.CriterionError) as refused:
         criteria.parse(text)
+    assert str(refused.value) == message
+
+
+def test_text_that_is_no_criterion_lists_the_three_forms():
+    with pytest.raises(ValueError, match=r"^'WAIT 5' is not a completion criterion\. Write one of: UNTIL ACC >= A "
+                                         r".*; UNTIL CONVERGE\(ACC, D\) .*; RUN FOR N SECONDS\|EPOCHS "
+                                         r"\(e\.g\. 'RUN FOR 120 SECONDS'\)\.$"):
+        criteria.parse("WAIT 5")
 
 
 def test_accuracy_is_attained_at_the_threshold_and_unattained_at_the_deadline():

@@ -36,7 +36,7 @@ def test_a_run_stops_at_its_criterion_checkpoints_and_resumes_to_the_exact_answe
 
 @pytest.mark.parametrize("args, message", [
     (["run", "2", "--data", "."], "Q2 has no progressive spec"),
-    (["run", "1", "--data", ".", "--until", "UNTIL ACC > 2"], "not a completion criterion"),
+    (["run", "1", "--data", ".", "--until", "UNTIL ACC > 2"], "ACC > 2: the accuracy is compared with >="),
     (["run", "1"], "run needs a query and --data"),
 ])
 def test_bad_input_exits_2_with_the_reason(args, message):
