@@ -19,3 +19,7 @@ class JarError(SparkrmError, RuntimeError):
 
 class UnsupportedSparkVersion(SparkrmError, RuntimeError):
     """The installed Spark is outside the range this package was built and tested for."""
+
+
+class UsageError(SparkrmError, ValueError):
+    """A command-line argument is unusable: the message names the option, the value and the fix."""

@@ -8,13 +8,27 @@
 fraction processed, the elapsed time and the envelope accuracy, and stops when the criterion is
 met (``--until``; default: every batch). ``--checkpoint DIR`` saves the state when it stops;
 ``--resume DIR`` continues a saved run.
+
+Bad input exits with status 2 and one line (``error: ...``) naming the argument or file and the
+fix. Everything that needs no Spark (criterion, query, folders, numbers, master URL) is checked
+before the JVM starts.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 from decimal import Decimal
+from pathlib import Path
+
+from ..errors import SparkrmError, UsageError
+
+#: Spark master URLs the command line accepts (what Spark itself parses); anything else is refused before
+#: a JVM starts.
+_MASTER = re.compile(r"local(\[(\*|\d+)(,\s*\d+)?\])?|local-cluster\[\d+,\s*\d+,\s*\d+\]|yarn|"
+                     r"(spark|k8s|mesos)://\S+")
 
 
 def _format(value, half=None) -> str:
@@ -38,7 +52,70 @@ def render(snapshot, spec, accuracy: float, max_rows: int = 20):
     return table
 
 
-def run(args) -> int:
+def check(args):
+    """Check every argument that needs no Spark, before a JVM starts; return the parsed criterion (or None).
+
+    Raises
+    ------
+    SparkrmError
+        A ``ValueError`` too, whose one-line message names the argument or file and the fix:
+        :class:`~spark_plugin.errors.UsageError`, :class:`.criteria.CriterionError`,
+        :class:`.queries.QuerySpecError` or :class:`.batches.BatchDataError`.
+    """
+    from . import criteria
+    from .batches import check_data
+    from .engine import read_state
+    from .queries import load
+
+    if not args.resume and not (args.query and args.data):
+        raise UsageError("run needs a query and --data (or --resume DIR): e.g. run 6 --data "
+                         "~/.cache/sparkrm/tpch/sf1-parts4")
+    if not _MASTER.fullmatch(args.master):
+        raise UsageError(f"--master {args.master!r} is not a Spark master URL: use local[*], local[N], "
+                         "local-cluster[E,C,M] or spark://host:port")
+    if args.batches < 2:
+        raise UsageError(f"--batches must be a whole number >= 2, got {args.batches}")
+    if not 0 < args.confidence < 1:
+        raise UsageError(f"--confidence must lie between 0 and 1 (exclusive), got {args.confidence:g}; e.g. 0.95")
+    if args.window < 2:
+        raise UsageError(f"--window must be a whole number >= 2 (snapshots compared), got {args.window}")
+    try:
+        criterion = criteria.parse(args.until) if args.until else None
+    except criteria.CriterionError as e:
+        raise criteria.CriterionError(f"--until {e}") from None
+    if args.resume:
+        try:
+            state = read_state(args.resume)
+        except ValueError as e:
+            raise UsageError(f"--resume {e}; give a folder written by --checkpoint") from None
+        try:
+            load(state["query"])
+            check_data(state["data"])
+        except SparkrmError as e:
+            raise UsageError(f"--resume {args.resume}: its run cannot continue: {e}") from None
+    else:
+        load(args.query)
+        check_data(args.data)
+    if args.checkpoint:
+        _check_writable_folder(Path(args.checkpoint).expanduser())
+    return criterion
+
+
+def _check_writable_folder(path: Path) -> None:
+    """Refuse a --checkpoint that is a file, or whose nearest existing folder cannot be written."""
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"--checkpoint {path} is a file; give a folder (it is created, or replaced when it "
+                         "holds a checkpoint)")
+    ancestor = path.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
+        raise UsageError(f"--checkpoint {path} cannot be written ({ancestor} is not a writable folder); choose "
+                         "another folder")
+
+
+def run(args, criterion=None) -> int:
+    """Run the query of ``args`` (already :func:`check`-ed) with a live table; 0 when it ends."""
     from rich.console import Console
     from rich.live import Live
 
@@ -47,11 +124,7 @@ def run(args) -> int:
     from . import criteria
     from .accuracy import Envelope
     from .engine import ProgressiveQuery
-    from .queries import load
 
-    criterion = criteria.parse(args.until) if args.until else None
-    if not args.resume:
-        load(args.query)  # a bad query fails before Spark starts
     spark = spark_plugin.session(args.master, features=[], conf={"spark.ui.showConsoleProgress": "false"})
     try:
         job = (ProgressiveQuery.resume(spark, args.resume) if args.resume
@@ -73,12 +146,17 @@ def run(args) -> int:
     return 0
 
 
-def main(argv=None) -> int:
-    from .queries import available
+class _Parser(argparse.ArgumentParser):
+    """argparse whose errors are one line (``error: ...``) and exit 2, as every other bad input here."""
 
-    parser = argparse.ArgumentParser(prog="python -m spark_plugin.rotary", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
+    def error(self, message):
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m spark_plugin.rotary", description=__doc__,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     sub.add_parser("list", help="the TPC-H queries with a progressive spec")
     r = sub.add_parser("run", help="run one query progressively")
     r.add_argument("query", nargs="?", help="TPC-H query number or a spec file")
@@ -91,14 +169,18 @@ def main(argv=None) -> int:
     r.add_argument("--master", default="local[*]")
     r.add_argument("--checkpoint", help="save the state here when the run stops")
     r.add_argument("--resume", help="continue from a checkpoint folder")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> int:
+    from .queries import available
+
+    args = build_parser().parse_args(argv)
     if args.command == "list":
         print(" ".join(f"Q{q}" for q in available()))
         return 0
-    if not args.resume and not (args.query and args.data):
-        parser.error("run needs a query and --data (or --resume DIR)")
     try:
-        return run(args)
+        return run(args, check(args))
     except ValueError as e:  # bad query, criterion, data or checkpoint: say it without a traceback
         print(f"error: {e}", file=sys.stderr)
         return 2

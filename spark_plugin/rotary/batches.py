@@ -22,13 +22,14 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import SparkrmError
 from .queries import BATCH_COLUMN, LAYOUTS, TABLES
 
 LOG = logging.getLogger(__name__)
 MANIFEST = "_ROTARY_BATCHES.json"
 
 
-class BatchDataError(ValueError):
+class BatchDataError(SparkrmError, ValueError):
     """The TPC-H data or its batched copy is missing or unusable."""
 
 
@@ -85,17 +86,32 @@ def prepare(spark, data, batches: int = 20, seed: int = 0, layouts=("orders",)) 
     ``layouts`` made (other layouts are made when a query first needs them)."""
     if not isinstance(batches, int) or batches < 2:
         raise ValueError(f"batches must be a whole number >= 2, not {batches!r}")
-    data = Path(data)
-    missing = [t for t in TABLES if not (data / t).is_dir()]
-    if missing:
-        raise BatchDataError(f"{data} lacks TPC-H table folder(s) {missing}; generate the data with "
-                             "`python -m benchmarks.tpch` or tpchgen-cli --format parquet")
+    data = check_data(data)
     batched = BatchedData(data, data.with_name(f"{data.name}.batches{batches}-seed{seed}"), batches, seed)
     if (batched.folder / MANIFEST).exists():  # the layout of before layouts: orders only, at the top
         shutil.rmtree(batched.folder)
     for layout in layouts:
         _ensure_layout(spark, batched, layout)
     return batched
+
+
+def check_data(data) -> Path:
+    """``data`` as a Path, once it is a folder with every TPC-H table's sub-folder (no Spark needed).
+
+    Raises
+    ------
+    BatchDataError
+        Naming the folder, what it lacks and how to generate the data.
+    """
+    data = Path(data).expanduser()
+    if not data.is_dir():
+        raise BatchDataError(f"{data} is not a folder; point at TPC-H Parquet data (one sub-folder per table), "
+                             "generated with `python -m benchmarks.tpch` or tpchgen-cli parquet")
+    missing = [t for t in TABLES if not (data / t).is_dir()]
+    if missing:
+        raise BatchDataError(f"{data} lacks TPC-H table folder(s) {missing}; generate the data with "
+                             "`python -m benchmarks.tpch` or tpchgen-cli parquet")
+    return data
 
 
 def _ensure_layout(spark, batched: BatchedData, layout: str) -> None:

@@ -320,10 +320,7 @@ class ProgressiveQuery:
     def resume(cls, spark, path) -> "ProgressiveQuery":
         """A query continued from checkpoint folder ``path``."""
         path = Path(path)
-        try:
-            state = json.loads((path / STATE_FILE).read_text())
-        except (OSError, ValueError) as e:
-            raise ValueError(f"{path} is not a progressive query checkpoint: {e}") from None
+        state = read_state(path)
         job = cls(spark, state["query"], state["data"], state["batches"], state["seed"], state["order_seed"],
                   state["confidence"], state.get("growth", 4.0))
         if job.order != state["order"]:
@@ -333,6 +330,20 @@ class ProgressiveQuery:
             job._totals = RunningTotals(job.spec.keys, state["totals"])
             job._totals.load(path / TOTALS_FILE, state["batches_done"])
         return job
+
+
+def read_state(path) -> dict:
+    """The state a checkpoint folder ``path`` holds (no Spark needed); ValueError naming it when unreadable."""
+    path = Path(path)
+    try:
+        state = json.loads((path / STATE_FILE).read_text())
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path} is not a progressive query checkpoint: {e}") from None
+    missing = [k for k in ("query", "data", "batches", "seed", "order_seed", "confidence", "order", "elapsed_s",
+                           "totals", "batches_done") if k not in state]
+    if missing:
+        raise ValueError(f"{path} is not a progressive query checkpoint: {STATE_FILE} lacks {missing}")
+    return state
 
 
 def _key_index(rows: pd.DataFrame, keys) -> pd.Index:

@@ -52,6 +52,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import SparkrmError
 from .expressions import Expression
 
 SPEC_DIR = Path(__file__).with_name("queries")
@@ -71,7 +72,7 @@ _DIRECTIVE = re.compile(r"^--\s*@([\w-]+):\s*(.*)$")
 _CONTINUATION = re.compile(r"^--\s{2,}(\S.*)$")
 
 
-class QuerySpecError(ValueError):
+class QuerySpecError(SparkrmError, ValueError):
     """A progressive query spec is missing, malformed or inconsistent."""
 
 

@@ -1,4 +1,7 @@
-"""``python -m spark_plugin.rotary``: a live run stopped by its criterion, saved, and resumed."""
+"""``python -m spark_plugin.rotary``: a live run stopped by its criterion, saved, and resumed.
+
+Arguments refused before Spark starts are tested in test_cli_arguments.py (no Spark).
+"""
 
 import json
 import subprocess
@@ -32,13 +35,3 @@ def test_a_run_stops_at_its_criterion_checkpoints_and_resumes_to_the_exact_answe
     assert second.returncode == 0, second.stderr[-2000:]
     assert "batch 4/4 (100%)" in second.stdout and "exact" in second.stdout
     assert json.loads((tmp_path / "ck" / "state.json").read_text())["batches_done"] == 4
-
-
-@pytest.mark.parametrize("args, message", [
-    (["run", "2", "--data", "."], "Q2 has no progressive spec"),
-    (["run", "1", "--data", ".", "--until", "UNTIL ACC > 2"], "ACC > 2: the accuracy is compared with >="),
-    (["run", "1"], "run needs a query and --data"),
-])
-def test_bad_input_exits_2_with_the_reason(args, message):
-    run = _cli(*args)
-    assert run.returncode == 2 and message in run.stderr
