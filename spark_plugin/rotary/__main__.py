@@ -11,7 +11,7 @@ met (``--until``; default: every batch). ``--checkpoint DIR`` saves the state wh
 
 Bad input exits with status 2 and one line (``error: ...``) naming the argument or file and the
 fix. Everything that needs no Spark (criterion, query, folders, numbers, master URL) is checked
-before the JVM starts.
+before the JVM starts; a damaged Parquet file is reported by the file when Spark meets it.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from ..errors import SparkrmError, UsageError
 #: a JVM starts.
 _MASTER = re.compile(r"local(\[(\*|\d+)(,\s*\d+)?\])?|local-cluster\[\d+,\s*\d+,\s*\d+\]|yarn|"
                      r"(spark|k8s|mesos)://\S+")
+LOG_LEVELS = ("ALL", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF")
 
 
 def _format(value, half=None) -> str:
@@ -116,6 +117,8 @@ def _check_writable_folder(path: Path) -> None:
 
 def run(args, criterion=None) -> int:
     """Run the query of ``args`` (already :func:`check`-ed) with a live table; 0 when it ends."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
     from rich.console import Console
     from rich.live import Live
 
@@ -123,9 +126,12 @@ def run(args, criterion=None) -> int:
 
     from . import criteria
     from .accuracy import Envelope
-    from .engine import ProgressiveQuery
+    from .batches import damaged_file_error
+    from .engine import ProgressiveQuery, read_state
 
     spark = spark_plugin.session(args.master, features=[], conf={"spark.ui.showConsoleProgress": "false"})
+    spark.sparkContext.setLogLevel(args.log_level)
+    data = read_state(args.resume)["data"] if args.resume else args.data
     try:
         job = (ProgressiveQuery.resume(spark, args.resume) if args.resume
                else ProgressiveQuery(spark, args.query, args.data, args.batches, args.seed, confidence=args.confidence))
@@ -141,6 +147,11 @@ def run(args, criterion=None) -> int:
                     break
         if args.checkpoint:
             console.print(f"checkpoint: {job.checkpoint(args.checkpoint)}")
+    except (Py4JJavaError, PySparkException) as e:
+        damaged = damaged_file_error(str(e), data)  # read while the JVM that holds the Java causes still runs
+        if damaged is None:
+            raise
+        raise damaged from None
     finally:
         spark.stop()
     return 0
@@ -169,6 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--master", default="local[*]")
     r.add_argument("--checkpoint", help="save the state here when the run stops")
     r.add_argument("--resume", help="continue from a checkpoint folder")
+    r.add_argument("--log-level", default="FATAL", type=str.upper, choices=LOG_LEVELS,
+                   help="Spark's log level once it runs (default FATAL: errors reach you as one line; WARN or "
+                        "INFO to see Spark's own messages)")
     return parser
 
 

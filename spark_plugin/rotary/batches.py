@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,6 +113,43 @@ def check_data(data) -> Path:
         raise BatchDataError(f"{data} lacks TPC-H table folder(s) {missing}; generate the data with "
                              "`python -m benchmarks.tpch` or tpchgen-cli parquet")
     return data
+
+
+#: What Spark says (in any of an error's causes) when a Parquet file's bytes are not a whole Parquet file.
+_DAMAGED = re.compile(r"is not a Parquet file|FAILED_READ_FILE|CANNOT_READ_FILE_FOOTER|Could not read footer|"
+                      r"EOFException|[Cc]orrupt|Can ?not read value at|ParquetDecodingException")
+_FILE_URI = re.compile(r"file:(/[^\s,;'\"]+)")
+
+
+def damaged_file_error(message: str, data) -> BatchDataError | None:
+    """A one-line :class:`BatchDataError` for a Spark error ``message`` (its text, Java causes included)
+    reporting a damaged Parquet file under ``data`` or its batched copies; None for any other error.
+
+    The file is the first ``file:`` path the message names; the fix is to generate the data again or use an
+    intact copy (for a file of a batched copy: to delete the copy, which is made again from the data).
+    """
+    if not _DAMAGED.search(message) or re.search(r"FILE_NOT_EXIST|FileNotFoundException|AccessDenied|Permission "
+                                                   r"denied", message):
+        return None  # a file gone or unreadable for its permissions is not damaged data
+    found = _FILE_URI.search(message)
+    if not found:
+        return None
+    file = Path("/" + found.group(1).lstrip("/").rstrip(".:"))
+    data = Path(data).expanduser()
+    if "is not a Parquet file" in message:
+        reason = "it is not a whole Parquet file (truncated or overwritten)"
+    elif "EOFException" in message:
+        reason = "it ends before its data does (truncated)"
+    else:
+        reason = "its content is damaged"
+    copy = next((p for p in file.parents if re.fullmatch(rf"{re.escape(data.name)}\.batches\d+-seed\d+", p.name)),
+                None)
+    if copy is not None:
+        return BatchDataError(f"{file} cannot be read: {reason}. It belongs to Rotary's batched copy of {data}: "
+                              f"delete {copy} and run again (it is made again from the data).")
+    return BatchDataError(f"{file} cannot be read: {reason}. The TPC-H data in {data} is damaged: generate it "
+                          "again (`python -m benchmarks.tpch` notices the damage, or tpchgen-cli parquet) or point "
+                          "--data at an intact copy.")
 
 
 def _ensure_layout(spark, batched: BatchedData, layout: str) -> None:

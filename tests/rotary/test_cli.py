@@ -1,9 +1,10 @@
-"""``python -m spark_plugin.rotary``: a live run stopped by its criterion, saved, and resumed.
+"""``python -m spark_plugin.rotary``: a live run stopped by its criterion, saved, and resumed; damaged data.
 
 Arguments refused before Spark starts are tested in test_cli_arguments.py (no Spark).
 """
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -35,3 +36,19 @@ def test_a_run_stops_at_its_criterion_checkpoints_and_resumes_to_the_exact_answe
     assert second.returncode == 0, second.stderr[-2000:]
     assert "batch 4/4 (100%)" in second.stdout and "exact" in second.stdout
     assert json.loads((tmp_path / "ck" / "state.json").read_text())["batches_done"] == 4
+
+
+def test_a_damaged_parquet_file_exits_2_with_one_line_naming_it(tmp_path):
+    """A truncated lineitem file (a copy short of its second half): status 2, the file and the fix, no traces."""
+    data = tmp_path / "damaged"
+    shutil.copytree(ensure_dataset(tmp_path / "tpch", 0.01, 2), data)
+    damaged = sorted((data / "lineitem").glob("*.parquet"))[-1]
+    with open(damaged, "r+b") as f:
+        f.truncate(damaged.stat().st_size // 2)
+    run = _cli("run", "6", "--data", str(data), "--master", "local[2]", "--batches", "4")
+    assert run.returncode == 2, run.stderr[-3000:]
+    assert run.stderr.splitlines()[-1] == (
+        f"error: {damaged} cannot be read: it is not a whole Parquet file (truncated or overwritten). The TPC-H data "
+        f"in {data} is damaged: generate it again (`python -m benchmarks.tpch` notices the damage, or tpchgen-cli "
+        "parquet) or point --data at an intact copy.")
+    assert "Traceback" not in run.stderr and "\tat org.apache" not in run.stderr, run.stderr[-3000:]

@@ -115,3 +115,27 @@ def test_good_arguments_do_reach_spark(tmp_path, data):
     """The control of the test above: the same command with good arguments does try to start Spark."""
     run, started = _cli(tmp_path, "6", "--data", str(data), "--until", "UNTIL ACC >= 0.9 WITHIN 5 SECONDS")
     assert started and run.returncode != 0, run.stderr[-2000:]
+
+
+def test_a_spark_error_about_a_damaged_file_becomes_one_line_naming_the_file_and_the_fix(tmp_path):
+    from spark_plugin.rotary.batches import damaged_file_error
+
+    data = tmp_path / "sf1-parts4"
+    spark_said = ("An error occurred while calling o127.parquet.\n: org.apache.spark.SparkException: "
+                  "[FAILED_READ_FILE.NO_HINT] Encountered error while reading file file://{file}.  SQLSTATE: KD001\n"
+                  "\tat org.apache.spark.sql.errors.QueryExecutionErrors$.cannotReadFilesError(...)\n"
+                  "Caused by: java.lang.RuntimeException: file:{file} is not a Parquet file. Expected magic number "
+                  "at tail, but found [86, 36, 0, 0]\n")
+    error = damaged_file_error(spark_said.format(file=data / "lineitem" / "lineitem.2.parquet"), data)
+    assert isinstance(error, BatchDataError) and isinstance(error, SparkrmError)
+    assert str(error) == (f"{data}/lineitem/lineitem.2.parquet cannot be read: it is not a whole Parquet file "
+                          f"(truncated or overwritten). The TPC-H data in {data} is damaged: generate it again "
+                          "(`python -m benchmarks.tpch` notices the damage, or tpchgen-cli parquet) or point --data at "
+                          "an intact copy.")
+    copy = tmp_path / "sf1-parts4.batches20-seed0"
+    in_copy = damaged_file_error(spark_said.format(file=copy / "orders" / "lineitem" / "_rotary_batch=3" / "p.parquet"),
+                                 data)
+    assert str(in_copy).endswith(f"It belongs to Rotary's batched copy of {data}: delete {copy} and run again (it is "
+                                 "made again from the data).")
+    assert damaged_file_error("java.lang.OutOfMemoryError: Java heap space", data) is None
+    assert damaged_file_error(f"[FAILED_READ_FILE.FILE_NOT_EXIST] file:{data}/x.parquet does not exist", data) is None
