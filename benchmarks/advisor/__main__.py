@@ -25,7 +25,7 @@ from benchmarks.common import (add_master_option, markdown_table, report_header,
                                write_json, write_markdown)
 from spark_plugin.advisor import Run, load_run
 
-from . import cluster_of, median_run, round_order, slaq, where
+from . import cluster_of, jobs, median_run, round_order, slaq, where
 from .analysis import (ADVICE_HEADERS, advice_columns, advice_sentence, analyze, error_columns, error_headers,
                        recorded_run, summarize, summary_sentence)
 
@@ -59,15 +59,16 @@ def collect(args, telemetry: Path) -> dict[str, list[Run]]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.advisor", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workload", choices=("tpch", "slaq"), default="tpch",
-                        help="TPC-H queries or the SLAQ trainers (default tpch)")
+    parser.add_argument("--workload", choices=("tpch", "slaq", "jobs"), default="tpch",
+                        help="TPC-H queries, the SLAQ trainers, or seven jobs of other kinds read from Spark's own "
+                             "event logs (default tpch)")
     parser.add_argument("--executors", type=_counts, default=[1, 2, 3, 4],
                         help="executor counts, one core each (default 1,2,3,4)")
     parser.add_argument("--rounds", type=int, default=3,
                         help="rounds over the counts, their order reversed every other round; a count's time is the "
                              "median over rounds (default 3)")
     parser.add_argument("--repeat", type=int, default=2,
-                        help="tpch: timed executions per query in each application (default 2)")
+                        help="tpch, jobs: timed executions per query or job in each application (default 2)")
     parser.add_argument("--sf", type=float, default=1.0, help="tpch: scale factor (default 1)")
     parser.add_argument("--queries", default="1-22", help="tpch: queries (default 1-22)")
     parser.add_argument("--shuffle-partitions", type=_counts, default=[16],
@@ -97,6 +98,11 @@ def main(argv=None) -> int:
             runs, iterations = slaq.measure(args, Path(tmp))
         conf = {"workload": workload, "master": args.master, "executors": args.executors, "rounds": args.rounds,
                 "rows": args.rows, "partitions": args.partitions, "iterations": args.iterations, "seed": args.seed}
+    elif workload == "jobs":
+        with tempfile.TemporaryDirectory(prefix="advisor-bench-") as tmp:
+            runs = jobs.measure(args, Path(tmp))
+        conf = {"workload": workload, "master": args.master, "executors": args.executors, "rounds": args.rounds,
+                "repeat": args.repeat}
     else:
         with tempfile.TemporaryDirectory(prefix="advisor-bench-") as tmp:
             runs = collect(args, Path(tmp))
@@ -110,7 +116,8 @@ def main(argv=None) -> int:
         runtime = {kind: slaq.runtime_errors(its) for kind, its in iterations.items()}
         payload |= {"iterations": iterations, "runtime": runtime, "runtime_summary": slaq.summarize_runtime(runtime)}
     path = write_json(result_path("advisor", f"{workload}.json", meta, args.out), payload)
-    print(slaq.write_report(path, THESIS) if workload == "slaq" else write_report(path))
+    reports = {"slaq": lambda p: slaq.write_report(p, THESIS), "jobs": jobs.write_report}
+    print(reports.get(workload, write_report)(path))
     return 0
 
 

@@ -7,7 +7,8 @@ import statistics
 from dataclasses import asdict, replace
 
 from spark_plugin.advisor import Run, holdout_errors, recommend
-from spark_plugin.advisor.recommend import MODELS, models_for, predictor
+from spark_plugin.advisor.intervals import interval
+from spark_plugin.advisor.recommend import MODELS, chosen_model, holdout_log_errors, models_for, predictor
 
 #: Each model, and the advisor's own choice among them (made from the runs a prediction is fitted on).
 PREDICTORS = (*MODELS, "advisor")
@@ -38,7 +39,26 @@ def analyze(runs_by_query: dict[str, list[Run]]) -> dict:
             "scaling_type": advice.scaling_type, "fastest_measured": fastest.slots,
             "recommended_measured_setting": measured.partitioning_from, "fastest_measured_setting":
                 fastest.source if measured.partitioning_from else "",
-            "advice_cost": _measured_at(runs, measured.slots, measured.partitioning_from) / fastest.wall_s - 1}
+            "advice_cost": _measured_at(runs, measured.slots, measured.partitioning_from) / fastest.wall_s - 1,
+            "intervals": interval_coverage(runs)}
+    return out
+
+
+def interval_coverage(runs: list[Run]) -> list[dict]:
+    """Each run held out in turn and predicted, with its interval, by the advisor fitted on the others (which
+    themselves give the held-out errors the interval is made of): whether the interval covered the measured time.
+    Needs four runs or more (three to fit, of which each is held out once more); fewer give no entries."""
+    out = []
+    for i, run in enumerate(runs):
+        rest = runs[:i] + runs[i + 1:]
+        if len(rest) < 3:
+            break
+        chosen = chosen_model(rest)
+        iv = interval(predictor(chosen, rest)(run.slots, run), holdout_log_errors(rest, chosen), run.slots,
+                      [r.slots for r in rest])
+        out.append({"slots": run.slots, "measured_s": run.wall_s, "predicted_s": iv.predicted_s, "low_s": iv.low_s,
+                    "high_s": iv.high_s, "extrapolated": iv.extrapolated,
+                    "covered": iv.low_s <= run.wall_s <= iv.high_s})
     return out
 
 
@@ -60,6 +80,12 @@ def summarize(queries: dict) -> dict:
     if costs:
         summary |= {"advice_cost_median": statistics.median(costs), "advice_cost_max": max(costs),
                     "advice_within_10pct": sum(c <= 0.10 for c in costs)}
+    held = [iv for q in queries.values() for iv in q.get("intervals", [])]
+    if held:
+        inside = [iv for iv in held if not iv["extrapolated"]]
+        summary |= {"interval_coverage": sum(iv["covered"] for iv in held) / len(held), "interval_runs": len(held),
+                    "interval_coverage_inside": sum(iv["covered"] for iv in inside) / max(1, len(inside)),
+                    "interval_width_median": statistics.median(iv["high_s"] / iv["low_s"] - 1 for iv in held)}
     summary["recommended_past_measured"] = sum(q["recommended_slots"] > max(r["slots"] for r in q["runs"])
                                                for q in queries.values())
     return summary

@@ -64,8 +64,16 @@ def report(runs, advice, job) -> str:
     lines += [f"held-out error (median, each run predicted from the others): {errors}; using {advice.model}",
               f"scaling type {advice.scaling_type}: {advice.why}",
               f"recommended ({advice.target}): {advice.slots} task slot{'s' if advice.slots != 1 else ''}, "
-              f"predicted {advice.predicted_s:.1f} s: "
+              f"predicted {advice.predicted_s:.1f} s ({_range(advice.interval)}): "
               f"--conf spark.executor.instances={advice.executors} (or spark.dynamicAllocation.maxExecutors)"]
+    if advice.interval.extrapolated:
+        lines.append(f"  extrapolated: {advice.slots} slots lies beyond the measured "
+                     f"{min(r.slots for r in runs)}-{max(r.slots for r in runs)}; the interval widens with the "
+                     "distance")
+    if advice.next_slots is not None:
+        lines.append(f"  to narrow it, run next at {advice.next_slots} slot{'s' if advice.next_slots != 1 else ''} "
+                     f"(predicted {_range(advice.intervals[advice.next_slots])}"
+                     f"{', unmeasured' if advice.next_slots != advice.slots else ', the advice itself'})")
     if advice.partitioning_from:
         lines.append(f"partitions: {advice.tasks} tasks, {advice.tasks_per_slot:.1f} per slot: keep the partitioning "
                      f"of {advice.partitioning_from}")
@@ -73,6 +81,13 @@ def report(runs, advice, job) -> str:
         lines.append(f"partitions: the runs' own ({advice.tasks} tasks, {advice.tasks_per_slot:.1f} per slot); to have "
                      "the partitioning advised too, run one executor count at two or more partitionings")
     return "\n".join(lines)
+
+
+def _range(iv) -> str:
+    """``90% 5.1-7.4 s``: a prediction's interval (see spark_plugin.advisor.intervals)."""
+    from .intervals import LEVEL
+
+    return f"{100 * LEVEL:.0f}% interval {iv.low_s:.1f}-{iv.high_s:.1f} s"
 
 
 def plot(runs, advice, png: Path, job) -> None:
@@ -90,6 +105,10 @@ def plot(runs, advice, png: Path, job) -> None:
         ref = curve[base.slots]
         ax.plot(list(curve), [ref / t for t in curve.values()], "-" if name == advice.model else ":",
                 label=f"{name.upper()} fit")
+    slots = sorted(advice.intervals)
+    ref = advice.curve[advice.model][base.slots]
+    ax.fill_between(slots, [ref / advice.intervals[m].high_s for m in slots],
+                    [ref / advice.intervals[m].low_s for m in slots], alpha=0.15, label="90% interval")
     ax.axvline(advice.slots, color="grey", lw=0.8, ls="--", label=f"recommended ({advice.target})")
     ax.set_xlabel("task slots")
     ax.set_ylabel(f"speedup over {base.slots} slot{'s' if base.slots > 1 else ''}")

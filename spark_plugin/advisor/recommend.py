@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .intervals import Interval, interval, next_count
 from .models import Ipso, Usba, Waves
 from .runs import Run
 
@@ -44,6 +45,13 @@ class Advice:
     partitioning_from: str = ""  # a run with that task count (its file), when the runs' partitionings differ
     holdout_error: dict = field(default_factory=dict)  # model name -> median relative error (None: too few runs)
     curve: dict = field(default_factory=dict)  # model name -> {slots: predicted seconds} (at their task counts)
+    intervals: dict = field(default_factory=dict)  # slots -> Interval of the chosen model's prediction
+    next_slots: int | None = None  # the unmeasured slot count worth running next to settle the advice
+
+    @property
+    def interval(self) -> Interval:
+        """The advised count's predicted time with its interval (:mod:`.intervals`)."""
+        return self.intervals[self.slots]
 
     @property
     def tasks_per_slot(self) -> float:
@@ -76,11 +84,18 @@ def predictor(name: str, runs: list[Run]):
 
 def holdout_errors(runs: list[Run], name: str) -> list[float]:
     """|predicted - measured| / measured of each run, predicted by ``name`` fitted on the other runs."""
-    errors = []
+    return [abs(predicted - run.wall_s) / run.wall_s for run, predicted in _holdout_predictions(runs, name)]
+
+
+def holdout_log_errors(runs: list[Run], name: str) -> list[float]:
+    """ln(measured / predicted) of each run, predicted by ``name`` fitted on the other runs (the intervals'
+    input: a log error treats a time twice the prediction and half of it alike)."""
+    return [math.log(run.wall_s / max(predicted, 1e-9)) for run, predicted in _holdout_predictions(runs, name)]
+
+
+def _holdout_predictions(runs: list[Run], name: str):
     for i, run in enumerate(runs):
-        rest = runs[:i] + runs[i + 1:]
-        errors.append(abs(predictor(name, rest)(run.slots, run) - run.wall_s) / run.wall_s)
-    return errors
+        yield run, predictor(name, runs[:i] + runs[i + 1:])(run.slots, run)
 
 
 def recommend(runs: list[Run], *, target: str = "fastest", within: float = 0.10,
@@ -117,11 +132,15 @@ def recommend(runs: list[Run], *, target: str = "fastest", within: float = 0.10,
     slots, tasks = best
     kind, why = Ipso.fit(runs).scaling_type()
     source = next(r.source for r in runs if r.tasks == tasks) if partitionings else ""
+    curve = {name: {m: f(m, shape) for (m, n), shape in shapes.items() if not partitionings or n == tasks}
+             for name, f in fitted.items()}
+    measured = sorted({r.slots for r in runs})
+    log_errors = holdout_log_errors(runs, chosen) if len(runs) >= 3 else []
+    intervals = {m: interval(t, log_errors, m, measured) for m, t in curve[chosen].items()}
     return Advice(slots=slots, executors=math.ceil(slots / cores_per_executor), predicted_s=grid[best],
                   target=target, model=chosen, scaling_type=kind, why=why, tasks=tasks, partitioning_from=source,
-                  holdout_error=errors,
-                  curve={name: {m: f(m, shape) for (m, n), shape in shapes.items() if not partitionings or n == tasks}
-                         for name, f in fitted.items()})
+                  holdout_error=errors, curve=curve, intervals=intervals,
+                  next_slots=next_count(intervals, slots, measured))
 
 
 def chosen_model(runs: list[Run], errors: dict | None = None) -> str:
