@@ -14,7 +14,14 @@ drives three things, so they cannot drift apart:
 Values are Spark configuration strings. Sizes and durations follow Spark's own
 syntax (``JavaUtils.byteStringAsBytes`` and ``timeStringAsMs``): a plain number
 of bytes or milliseconds, or a number with a unit suffix such as ``64k``,
-``2m``, ``500ms`` or ``5s``.
+``2m``, ``500ms`` or ``5s``. Values are trimmed as Java's ``String.trim`` trims (every
+character up to a space), digits are ASCII only, and integers, sizes and durations must fit a
+Java ``long``, because the JVM parses the same strings with those rules.
+
+A ``file`` key names a file on the driver. Besides its value, :meth:`KeyTable.validate` checks the
+file itself (it exists, is readable and, for a ``.json`` file, matches the key's schema; see
+:mod:`spark_plugin.file_schema`), unless the application's driver runs elsewhere
+(``spark.submit.deployMode=cluster``); the driver plugin checks it again at start-up.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from .errors import ConfigError
+from .file_schema import file_problem, printable
 
 #: Prefix of the local properties that override a per-job key for one job (``spark.`` dropped):
 #: Spark SQL copies the session configuration into every query's local properties, so the key's
@@ -41,18 +49,22 @@ NAMESPACES = (
     "spark.wrangler.",
 )
 
-KINDS = ("bool", "int", "double", "size", "duration", "string", "enum")
+KINDS = ("bool", "int", "double", "size", "duration", "string", "enum", "file")
 
-_INT = re.compile(r"[+-]?\d+")
-_DOUBLE = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
-_SIZE = re.compile(r"(\d+)([a-z]+)?")
-_DURATION = re.compile(r"(-?\d+)([a-z]+)?")
+_INT = re.compile(r"[+-]?[0-9]+")
+_DOUBLE = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
+_SIZE = re.compile(r"([0-9]+)([a-z]+)?")
+_DURATION = re.compile(r"(-?[0-9]+)([a-z]+)?")
+#: A Java ``long``: the JVM parses integers, sizes and durations into one.
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
+#: What Java's ``String.trim`` removes from both ends.
+_JAVA_BLANKS = "".join(chr(c) for c in range(0x21))
 _SIZE_UNITS = {
     None: 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
     "g": 1 << 30, "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "p": 1 << 50, "pb": 1 << 50,
 }
 _DURATION_MS = {
-    None: 1, "us": 0.001, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000,
+    None: 1, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000,
     "h": 3_600_000, "d": 86_400_000,
 }
 
@@ -65,9 +77,10 @@ class Key:
     ----------
     name : str
         Full key, e.g. ``spark.sparkrm.telemetry.dir``.
-    kind : {"bool", "int", "double", "size", "duration", "string", "enum"}
+    kind : {"bool", "int", "double", "size", "duration", "string", "enum", "file"}
         How the value string is parsed. Sizes parse to bytes, durations to
-        milliseconds.
+        milliseconds. A ``file`` parses as a non-empty string and names a file
+        on the driver that :meth:`KeyTable.validate` checks.
     default : str or None
         Default as a configuration string; ``None`` means "unset".
     doc : str
@@ -83,6 +96,11 @@ class Key:
         without ``spark.``), its argument name in the per-job helpers, e.g. ``fan_in``.
     since : str, default="0.1.0"
         Package version that introduced the key.
+    schema : str or None, default=None
+        For a ``file`` key: the schema (a resource under ``spark_plugin/jvm/resources``,
+        packed into the jar) that a file whose name ends in ``.json`` must match.
+    fix_text : str or None, default=None
+        The fix to print instead of the generated one (:meth:`fix`).
     """
 
     name: str
@@ -97,6 +115,8 @@ class Key:
     example: str | None = None
     job_setting: str | None = None
     since: str = "0.1.0"
+    schema: str | None = None
+    fix_text: str | None = None
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -112,6 +132,7 @@ class Key:
             "bool": "true or false", "int": "an integer", "double": "a number",
             "size": "a size", "duration": "a duration", "string": "a non-empty string",
             "enum": "one of " + ", ".join(repr(o) for o in self.options),
+            "file": "a readable file on the driver",
         }[self.kind]
         fmt = _format_size if self.kind == "size" else (
             _format_duration if self.kind == "duration" else _format_number)
@@ -126,13 +147,15 @@ class Key:
 
     def fix(self) -> str:
         """Tell the user how to repair a bad value of this key."""
+        if self.fix_text is not None:
+            return self.fix_text
         if self.default is not None:
             return f"Set e.g. {self.example or self.default} or remove it for the default ({self.default})."
         return f"Set e.g. {self.example}." if self.example else "Set a valid value."
 
     def error(self, raw: str) -> str:
         """The message reported for an unacceptable value ``raw``."""
-        return f"{self.name} must be {self.expected()}. Got '{raw}'. {self.fix()}"
+        return f"{self.name} must be {self.expected()}. Got '{printable(str(raw))}'. {self.fix()}"
 
     def parse(self, raw: str):
         """Parse and range-check a configuration string.
@@ -147,7 +170,7 @@ class Key:
         ConfigError
             If the value does not parse or is out of range.
         """
-        value = _parse_kind(self, str(raw).strip())
+        value = _parse_kind(self, java_trim(str(raw)))
         if value is None or not self._in_range(value):
             raise ConfigError(self.error(raw))
         return value
@@ -160,26 +183,43 @@ class Key:
         return True
 
 
+def java_trim(text: str) -> str:
+    """``text`` without the characters Java's ``String.trim`` removes (every one up to a space)."""
+    return text.strip(_JAVA_BLANKS)
+
+
 def _parse_kind(key: Key, text: str):
-    """Return the parsed value, or ``None`` when ``text`` does not parse."""
+    """Return the parsed value, or ``None`` when ``text`` does not parse (as the JVM parses it)."""
     kind, lower = key.kind, text.lower()
     if kind == "bool":
         return {"true": True, "false": False}.get(lower)
-    if kind == "int":
-        return int(text) if _INT.fullmatch(text) else None
+    if kind == "int":  # Long.parseLong
+        return _long(int(text)) if _INT.fullmatch(text) else None
     if kind == "double":
         return float(text) if _DOUBLE.fullmatch(text) else None
-    if kind == "size":
+    if kind == "size":  # JavaUtils.byteStringAsBytes: a long count, refused when the bytes overflow a long
         m = _SIZE.fullmatch(lower)
-        return int(m.group(1)) * _SIZE_UNITS[m.group(2)] if m and m.group(2) in _SIZE_UNITS else None
-    if kind == "duration":
-        m = _DURATION.fullmatch(lower)
-        if not m or m.group(2) not in _DURATION_MS:
+        if not m or m.group(2) not in _SIZE_UNITS or _long(int(m.group(1))) is None:
             return None
-        return int(int(m.group(1)) * _DURATION_MS[m.group(2)])
+        return _long(int(m.group(1)) * _SIZE_UNITS[m.group(2)])
+    if kind == "duration":  # JavaUtils.timeStringAsMs: a long count, converted as TimeUnit does (saturating)
+        m = _DURATION.fullmatch(lower)
+        if not m or (m.group(2) not in _DURATION_MS and m.group(2) != "us"):
+            return None
+        n = _long(int(m.group(1)))
+        if n is None:
+            return None
+        if m.group(2) == "us":
+            return n // 1000 if n >= 0 else -(-n // 1000)  # truncated toward zero
+        return min(max(n * _DURATION_MS[m.group(2)], _LONG_MIN), _LONG_MAX)
     if kind == "enum":
         return lower if lower in key.options else None
     return text or None
+
+
+def _long(n: int) -> int | None:
+    """``n`` if it fits a Java ``long``, else ``None``."""
+    return n if _LONG_MIN <= n <= _LONG_MAX else None
 
 
 def _edit_distance(a: str, b: str) -> int:
@@ -240,14 +280,14 @@ class Rule:
     def violation(self, conf: Mapping[str, str], defaults: Mapping[str, str | None]) -> str | None:
         """The message when ``conf`` breaks this rule, else None."""
         switch = conf.get(self.when, defaults.get(self.when))
-        if switch is None or switch.strip().lower() != self.when_value:
+        if switch is None or java_trim(switch).lower() != self.when_value:
             return None
-        actual = conf.get(self.key, self.unset).strip()
+        actual = java_trim(conf.get(self.key, self.unset))
         if self.must is not None and actual.lower() != self.must.lower():
             return (f"{self.when}={self.when_value} needs {self.key}={self.must}, but {self.key} is "
-                    f"'{actual}'. {self.why}")
+                    f"'{printable(actual)}'. {self.why}")
         if self.must_not is not None and actual.lower() == self.must_not.lower():
-            return f"{self.when}={self.when_value} cannot run with {self.key}={actual}. {self.why}"
+            return f"{self.when}={self.when_value} cannot run with {self.key}={printable(actual)}. {self.why}"
         return None
 
 
@@ -284,7 +324,7 @@ class KeyTable:
         """
         best = self._nearest(name)
         hint = f" Did you mean {best}?" if best else ""
-        return (f"{name} is not a sparkrm configuration key.{hint} "
+        return (f"{printable(name)} is not a sparkrm configuration key.{hint} "
                 f"Remove it, or see docs/configuration.md.")
 
     def _nearest(self, name: str) -> str | None:
@@ -307,17 +347,21 @@ class KeyTable:
             if 0 < _edit_distance(parts[1], segment) <= 2:
                 best = self._nearest(f"spark.{segment}.{parts[2]}")
                 if best:
-                    return (f"{name} is not a sparkrm configuration key (spark.{parts[1]} is not a sparkrm "
-                            f"namespace). Did you mean {best}? Fix the name, or remove it.")
+                    return (f"{printable(name)} is not a sparkrm configuration key (spark.{printable(parts[1])} "
+                            f"is not a sparkrm namespace). Did you mean {best}? Fix the name, or remove it.")
         return None
 
-    def validate(self, conf: Mapping[str, str]) -> dict:
+    def validate(self, conf: Mapping[str, str], *, files: bool = True) -> dict:
         """Validate every key of ``conf`` in our namespaces.
 
         Parameters
         ----------
         conf : mapping of str to str
             Spark configuration; keys outside :data:`NAMESPACES` are ignored.
+        files : bool, default=True
+            Also check the file each ``file`` key names (exists, readable, matches the
+            key's schema), as the driver plugin does at start-up. Skipped when
+            ``spark.submit.deployMode`` is ``cluster``: that driver runs on another machine.
 
         Returns
         -------
@@ -344,6 +388,9 @@ class KeyTable:
                 problems.append(str(e))
         defaults = {k.name: k.default for k in self}
         problems += [v for rule in self.rules if (v := rule.violation(conf, defaults)) is not None]
+        if files and java_trim(conf.get("spark.submit.deployMode", "client")).lower() != "cluster":
+            problems += [p for key in self if key.kind == "file" and values.get(key.name) is not None
+                         and (p := file_problem(key.name, values[key.name], schema=key.schema, fix=key.fix()))]
         if problems:
             raise ConfigError("\n".join(problems))
         return values
@@ -354,6 +401,7 @@ class KeyTable:
             "name": k.name, "kind": k.kind, "default": k.default,
             "low": k.low, "high": k.high, "lowOpen": k.low_open, "highOpen": k.high_open,
             "options": list(k.options), "expected": k.expected(), "fix": k.fix(), "perJob": bool(k.job_setting),
+            "schema": k.schema,
         } for k in self], "rules": [{
             "when": r.when, "whenValue": r.when_value, "key": r.key, "unset": r.unset,
             "must": r.must, "mustNot": r.must_not, "why": r.why,

@@ -60,11 +60,24 @@ def feature_conf(features, given=None) -> dict:
     conf = dict(_OFF)
     for name in names:
         conf.update(FEATURES[name].conf)
+    for key in [k for k in conf if given and k in given and not _parses(k, str(given[k]))]:
+        del conf[key]  # the user's value stays, for validation to refuse; replacing it would hide the mistake
     clashes = [_clash(key, value, str(given[key]), names) for key, value in conf.items()
                if given and key in given and not _same(key, value, str(given[key]))]
     if clashes:
         raise ConfigError("\n".join(clashes))
     return conf
+
+
+def _parses(key: str, value: str) -> bool:
+    """Whether ``value`` is a valid value of ``key`` (a key outside our table always is)."""
+    if key not in KEYS.keys:
+        return True
+    try:
+        KEYS[key].parse(value)
+    except ConfigError:
+        return False
+    return True
 
 
 def _same(key: str, wanted: str, given: str) -> bool:

@@ -108,12 +108,16 @@ KEYS = KeyTable([
     Key("spark.wrangler.interval", "duration", "5s",
         "Delta: how often executors sample their node counters and the predictor refreshes its "
         "decisions. Keep it below the usual gap between task launches.", low=50, high=600_000),
-    Key("spark.wrangler.model.path", "string", None,
+    Key("spark.wrangler.model.path", "file", None,
         "A model saved by `python -m spark_plugin.wrangler train --out`. A `.json` model is scored in the "
         "driver JVM, so `spark-submit --conf` alone holds; another (joblib) is scored by the Python loop "
         "(`spark_plugin.session` or `wrangler.start`). Unset: the Python loop trains online from this "
-        "application's telemetry once the warm-up window has passed.",
-        example="/tmp/wrangler.json"),
+        "application's telemetry once the warm-up window has passed. The file is checked before the "
+        "application starts: a `.json` model field by field against "
+        "`spark_plugin/jvm/resources/dev/sparkrm/wrangler/model.schema.json`.",
+        example="/tmp/wrangler.json", schema="dev/sparkrm/wrangler/model.schema.json",
+        fix_text="Write it with `python -m spark_plugin.wrangler train <telemetry.jsonl> --out <model>.json` "
+                 "(or `export <model.joblib> --out <model>.json`), or remove the key."),
     Key("spark.wrangler.confidence", "double", "0.7",
         "p: an executor is held only while the calibrated probability that its tasks straggle "
         "exceeds this (and the SVM score is positive). 0 keeps only the score test.", low=0, high=1, high_open=True),

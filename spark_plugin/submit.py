@@ -43,6 +43,9 @@ class SubmitCommand:
         jars = [v for o, v in self.options if o == "--jars"]
         if jars:
             existing["spark.jars"] = ",".join(filter(None, [existing.get("spark.jars"), *jars]))
+        for option, value in self.options:
+            if option == "--deploy-mode":  # a cluster-mode driver runs elsewhere: its files are checked there
+                existing["spark.submit.deployMode"] = value
         entries = plugin_conf(self.features, existing=existing)
         out = [spark_submit]
         for option, value in self.options:
@@ -94,7 +97,7 @@ def parse_submit_args(args: list[str]) -> SubmitCommand:
             key, sep, conf_value = value.partition("=")
             if not sep:
                 raise ConfigError(f"{name} takes KEY=VALUE, got {value!r}.")
-            cmd.conf[key.strip()] = conf_value.strip()
+            cmd.conf[key] = conf_value  # untrimmed, as spark-submit passes it on (the validators trim values)
         elif name == "--properties-file":
             cmd.conf = {**load_properties(value), **cmd.conf}
         cmd.options.append((name, value))

@@ -19,9 +19,12 @@ class WranglerUnavailable(SparkrmError):
 
 
 def settings(spark) -> dict:
-    """The validated ``spark.wrangler.*`` values of ``spark``, without the prefix (durations in ms)."""
+    """The validated ``spark.wrangler.*`` values of ``spark``, without the prefix (durations in ms).
+
+    The model file is not read again: the driver plugin checked it when the session started.
+    """
     conf = dict(spark.sparkContext.getConf().getAll())
-    values = KEYS.validate(conf)
+    values = KEYS.validate(conf, files=False)
     return {k[len("spark.wrangler."):]: v for k, v in values.items() if k.startswith("spark.wrangler.")}
 
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-#: The ``format`` tag the JVM checks (``WranglerModel.FORMAT``).
+#: The ``format`` tag of a model (``spark_plugin/jvm/resources/dev/sparkrm/wrangler/model.schema.json``, the
+#: schema Python and the JVM check every model against before it is used).
 FORMAT = "sparkrm-wrangler-model"
 
 

@@ -100,5 +100,5 @@ def test_an_unreadable_model_is_refused_naming_the_key_and_the_fix(spark, tmp_pa
     with pytest.raises(Exception, match="broken.json cannot be read as JSON"):
         load(str(tmp_path / "broken.json"))
     (tmp_path / "other.json").write_text("{}")
-    with pytest.raises(Exception, match="is not a Wrangler model"):
+    with pytest.raises(Exception, match="other.json is not a valid Wrangler model: format is missing"):
         load(str(tmp_path / "other.json"))

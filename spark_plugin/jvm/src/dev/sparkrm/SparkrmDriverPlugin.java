@@ -42,7 +42,7 @@ public final class SparkrmDriverPlugin implements DriverPlugin {
     this.sc = sc;
     SparkrmConf conf;
     try {
-      conf = SparkrmConf.validate(sc.conf());
+      conf = SparkrmConf.validateOnDriver(sc.conf()); // keys, rules and the files keys name
     } catch (SparkrmConfigException e) { // say it first and plainly, before Spark's shutdown noise
       System.err.println("\nsparkrm: this application cannot start. Fix its configuration:\n" + e.getMessage() + "\n");
       throw e;

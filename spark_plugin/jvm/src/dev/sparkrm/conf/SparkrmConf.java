@@ -23,7 +23,8 @@ import scala.Tuple2;
  * <p>The keys, their kinds, bounds and messages come from {@code dev/sparkrm/keys.json}, which the
  * jar build writes from the Python key table ({@code spark_plugin/keys.py}), so Python and the
  * JVM accept exactly the same values and report them with the same words. Sizes and durations use
- * Spark's own parsers.
+ * Spark's own parsers. A key of kind {@code file} names a file on the driver: {@link #validateOnDriver}
+ * also checks that file ({@link FileSchema}); executors, where the file need not exist, do not.
  */
 public final class SparkrmConf {
   private static final String RESOURCE = "/dev/sparkrm/keys.json";
@@ -44,14 +45,46 @@ public final class SparkrmConf {
    * @throws SparkrmConfigException listing each unknown key and each bad value, one per line
    */
   public static SparkrmConf validate(SparkConf conf) {
-    Map<String, String> given = new TreeMap<>();
-    for (Tuple2<String, String> kv : conf.getAll()) given.put(kv._1(), kv._2());
-    return validate(given);
+    return validate(entries(conf));
   }
 
   /** Same as {@link #validate(SparkConf)} for a plain map (used by the tests through py4j). */
   public static SparkrmConf validate(Map<String, String> given) {
-    return validate(given, true);
+    return validate(given, true, false);
+  }
+
+  /**
+   * Validates as {@link #validate(SparkConf)} does and also checks the file every {@code file} key names
+   * (it exists, is readable and, for a {@code .json} file with a schema, matches it), as Python's
+   * {@code KeyTable.validate} does before a JVM starts. For the driver only.
+   *
+   * @throws SparkrmConfigException listing each unknown key, bad value, broken rule and bad file, one per line
+   */
+  public static SparkrmConf validateOnDriver(SparkConf conf) {
+    return validateOnDriver(entries(conf));
+  }
+
+  private static Map<String, String> entries(SparkConf conf) {
+    Map<String, String> given = new TreeMap<>();
+    for (Tuple2<String, String> kv : conf.getAll()) given.put(kv._1(), kv._2());
+    return given;
+  }
+
+  /** Same as {@link #validateOnDriver(SparkConf)} for a plain map (used by the tests through py4j). */
+  public static SparkrmConf validateOnDriver(Map<String, String> given) {
+    return validate(given, true, true);
+  }
+
+  /**
+   * The one-line message when {@code value} of the {@code file} key {@code key} does not name a usable
+   * file (see {@link FileSchema#fileProblem}), else {@code null}.
+   */
+  public static String fileProblem(String key, String value) {
+    JsonNode spec = KeyTable.load().keys.get(key);
+    if (spec == null || !"file".equals(spec.get("kind").asText())) {
+      throw new IllegalArgumentException(key + " is not a file key of the sparkrm key table");
+    }
+    return FileSchema.fileProblem(key, value, textOrNull(spec.get("schema")), spec.get("fix").asText());
   }
 
   /**
@@ -59,10 +92,10 @@ public final class SparkrmConf {
    * rules between keys hold for the whole application, which was validated when it started).
    */
   public static SparkrmConf validateValues(Map<String, String> given) {
-    return validate(given, false);
+    return validate(given, false, false);
   }
 
-  private static SparkrmConf validate(Map<String, String> given, boolean rules) {
+  private static SparkrmConf validate(Map<String, String> given, boolean rules, boolean files) {
     KeyTable table = KeyTable.load();
     List<String> problems = new ArrayList<>();
     for (String name : new TreeMap<>(given).keySet()) {
@@ -80,7 +113,7 @@ public final class SparkrmConf {
       if (raw == null) continue;
       Object value = parse(key, raw.trim());
       if (value == null || !inRange(key, value)) {
-        problems.add(name + " must be " + key.get("expected").asText() + ". Got '" + raw + "'. "
+        problems.add(name + " must be " + key.get("expected").asText() + ". Got '" + FileSchema.printable(raw) + "'. "
             + key.get("fix").asText());
       } else {
         values.put(name, value);
@@ -89,6 +122,13 @@ public final class SparkrmConf {
     for (JsonNode rule : rules ? table.rules : List.<JsonNode>of()) {
       String violation = violation(rule, given, table);
       if (violation != null) problems.add(violation);
+    }
+    for (JsonNode key : files ? table.keys.values() : List.<JsonNode>of()) {
+      String name = key.get("name").asText();
+      if (!"file".equals(key.get("kind").asText()) || !values.containsKey(name)) continue;
+      String problem = FileSchema.fileProblem(name, (String) values.get(name), textOrNull(key.get("schema")),
+          key.get("fix").asText());
+      if (problem != null) problems.add(problem);
     }
     if (!problems.isEmpty()) throw new SparkrmConfigException(String.join("\n", problems));
     return new SparkrmConf(values, Set.copyOf(given.keySet()));
@@ -160,7 +200,7 @@ public final class SparkrmConf {
         default:
           return text.isEmpty() ? null : text;
       }
-    } catch (NumberFormatException e) {
+    } catch (IllegalArgumentException e) { // NumberFormatException, and ByteUnit's overflow of a long
       return null;
     }
   }
@@ -178,11 +218,13 @@ public final class SparkrmConf {
     String must = textOrNull(rule.get("must"));
     String mustNot = textOrNull(rule.get("mustNot"));
     String why = rule.get("why").asText();
-    if (must != null && !actual.equalsIgnoreCase(must)) {
-      return when + "=" + whenValue + " needs " + key + "=" + must + ", but " + key + " is '" + actual + "'. " + why;
+    String lower = actual.toLowerCase(Locale.ROOT); // not equalsIgnoreCase: Python compares lower-cased strings
+    if (must != null && !lower.equals(must.toLowerCase(Locale.ROOT))) {
+      return when + "=" + whenValue + " needs " + key + "=" + must + ", but " + key + " is '"
+          + FileSchema.printable(actual) + "'. " + why;
     }
-    if (mustNot != null && actual.equalsIgnoreCase(mustNot)) {
-      return when + "=" + whenValue + " cannot run with " + key + "=" + actual + ". " + why;
+    if (mustNot != null && lower.equals(mustNot.toLowerCase(Locale.ROOT))) {
+      return when + "=" + whenValue + " cannot run with " + key + "=" + FileSchema.printable(actual) + ". " + why;
     }
     return null;
   }
@@ -242,7 +284,7 @@ public final class SparkrmConf {
     String unknownKeyError(String name) {
       String best = nearest(name);
       String hint = best != null ? " Did you mean " + best + "?" : "";
-      return name + " is not a sparkrm configuration key." + hint
+      return FileSchema.printable(name) + " is not a sparkrm configuration key." + hint
           + " Remove it, or see docs/configuration.md.";
     }
 
@@ -270,7 +312,8 @@ public final class SparkrmConf {
         if (d > 0 && d <= 2) {
           String best = nearest("spark." + segment + "." + parts[2]);
           if (best != null) {
-            return name + " is not a sparkrm configuration key (spark." + parts[1] + " is not a sparkrm "
+            return FileSchema.printable(name) + " is not a sparkrm configuration key (spark."
+                + FileSchema.printable(parts[1]) + " is not a sparkrm "
                 + "namespace). Did you mean " + best + "? Fix the name, or remove it.";
           }
         }

@@ -126,13 +126,13 @@ public final class WranglerDriver {
   /** Decisions in the JVM when {@code spark.wrangler.model.path} names a JSON model; else {@code null} (Python decides). */
   private static JvmDecisions jvmDecisions(SparkrmConf conf, ExecutorHolds holds, long intervalMs) {
     String path = conf.getString("spark.wrangler.model.path");
-    if (path == null || !path.endsWith(".json")) return null;
-    WranglerModel model;
-    try {
-      model = WranglerModel.load(path);
-    } catch (IllegalArgumentException e) {
-      throw new SparkrmConfigException(e.getMessage());
+    if (path != null && !path.endsWith(".json")) {
+      LOG.warn("spark.wrangler.model.path={} is not a JSON model, which the driver JVM scores: unless this application "
+          + "starts Wrangler's Python loop (spark_plugin.session or spark_plugin.wrangler.start), no executor is held. "
+          + "For spark-submit alone, export it: python -m spark_plugin.wrangler export {} --out <model>.json", path, path);
     }
+    if (path == null || !path.endsWith(".json")) return null;
+    WranglerModel model = WranglerModel.load(path); // a SparkrmConfigException names file, field and fix
     String workload = conf.getString("spark.wrangler.workload");
     return new JvmDecisions(model, holds, intervalMs, conf.getDouble("spark.wrangler.confidence"),
         "hint".equals(conf.getString("spark.wrangler.mode")), workload == null ? "default" : workload);

@@ -2,6 +2,8 @@ package dev.sparkrm.wrangler;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sparkrm.conf.SparkrmConf;
+import dev.sparkrm.conf.SparkrmConfigException;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -21,7 +23,7 @@ import java.util.Map;
  * {@code 1 / (1 + exp(a * score + b))}, as scikit-learn's sigmoid calibration.
  */
 public final class WranglerModel {
-  static final String FORMAT = "sparkrm-wrangler-model";
+  static final String KEY = "spark.wrangler.model.path";
 
   /** One linear SVM and its sigmoid calibrators. */
   private record Linear(double[] weights, double intercept, double[][] sigmoids) {
@@ -67,28 +69,20 @@ public final class WranglerModel {
   }
 
   /**
-   * Reads a model file.
+   * Reads a model file after checking it completely against {@code dev/sparkrm/wrangler/model.schema.json}
+   * (the schema Python checks {@code spark.wrangler.model.path} against before a JVM starts): every field
+   * present, of its type, and every vector with one entry per feature, so {@link #predict} cannot fail.
    *
-   * @throws IllegalArgumentException naming the file and how to write a valid one
+   * @throws SparkrmConfigException one line naming the file, the field and how to write a valid one
    */
   public static WranglerModel load(String path) {
-    String fix = " Write it with `python -m spark_plugin.wrangler train <telemetry> --out " + path
-        + "` or `python -m spark_plugin.wrangler export <model.joblib> --out " + path + "`.";
-    if (!Files.isRegularFile(Path.of(path))) {
-      throw new IllegalArgumentException("spark.wrangler.model.path=" + path + ": no such file." + fix);
-    }
-    JsonNode root;
+    String problem = SparkrmConf.fileProblem(KEY, path);
+    if (problem != null) throw new SparkrmConfigException(problem);
     try {
-      root = new ObjectMapper().readTree(Files.readString(Path.of(path)));
-    } catch (IOException e) {
-      throw new IllegalArgumentException("spark.wrangler.model.path=" + path + " cannot be read as JSON ("
-          + e.getMessage() + ")." + fix, e);
+      return new WranglerModel(new ObjectMapper().readTree(Files.readAllBytes(Path.of(path))));
+    } catch (IOException e) { // it was read a moment ago
+      throw new SparkrmConfigException(KEY + "=" + path + " cannot be read (" + e.getMessage() + ").");
     }
-    if (!FORMAT.equals(root.path("format").asText())) {
-      throw new IllegalArgumentException("spark.wrangler.model.path=" + path + " is not a Wrangler model (no "
-          + "\"format\": \"" + FORMAT + "\"). Write it with `python -m spark_plugin.wrangler export`.");
-    }
-    return new WranglerModel(root);
   }
 
   /** Counter names, in the order {@link #predict} reads them. */
