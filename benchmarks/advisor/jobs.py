@@ -44,7 +44,7 @@ def _application(args, executors: int, logs: Path, tables: Path) -> None:
     master, conf = cluster_of(args.master, executors)
     builder = SparkSession.builder.master(master).appName(f"advisor-jobs-{executors}")
     settings = {**conf, "spark.eventLog.enabled": "true", "spark.eventLog.dir": str(logs),
-                "spark.driver.memory": "2g", "spark.executor.memory": "1500m", "spark.ui.showConsoleProgress": "false",
+                "spark.driver.memory": "2g", "spark.ui.showConsoleProgress": "false",
                 "spark.sql.shuffle.partitions": "16"}
     for key, value in settings.items():
         builder = builder.config(key, value)
