@@ -83,3 +83,29 @@ def test_the_loaded_plugin_reports_its_build(jvm):
     info = jvm.dev.sparkrm.compat.SparkCompat.buildInfo()
     assert info.getProperty("spark.version") == jvm.dev.sparkrm.compat.SparkCompat.runtimeSparkVersion()
     assert info.getProperty("source.hash") == spark_plugin.jar.source_hash()
+
+
+SUBMIT = ["org.apache.spark.deploy.SparkSubmit$", "org.apache.spark.deploy.SparkSubmit"]
+
+
+@pytest.mark.parametrize("main_thread,owns", [
+    (["java.lang.ProcessImpl", "org.apache.spark.deploy.PythonRunner$", *SUBMIT], True),  # spark-submit app.py
+    (["org.apache.spark.SparkContext", "com.example.App", "java.lang.reflect.Method", *SUBMIT], True),  # app.jar
+    (["org.apache.spark.api.python.PythonGatewayServer$", *SUBMIT], False),  # python app.py, notebooks
+    (["org.apache.spark.repl.Main$", "org.apache.spark.repl.Main", *SUBMIT], False),  # spark-shell
+    (["org.apache.spark.api.r.RBackend", *SUBMIT], False),  # SparkR
+    (["org.apache.spark.deploy.yarn.ApplicationMaster"], False),  # YARN cluster mode: the master reports it
+    (["org.apache.spark.deploy.worker.DriverWrapper$"], False),  # standalone cluster mode
+    ([], False),
+])
+def test_a_refused_configuration_exits_only_a_jvm_that_spark_submit_started_for_the_application(jvm, main_thread,
+                                                                                               owns):
+    assert jvm.dev.sparkrm.conf.StartRefusal.applicationOwnsJvm(main_thread) is owns
+
+
+def test_a_refused_configuration_never_exits_pysparks_own_gateway(jvm):
+    """This test session's JVM serves Python (and a notebook's would): a refusal throws there, so it survives."""
+    refusal = jvm.dev.sparkrm.conf.StartRefusal
+    main_thread = list(refusal.mainThreadClasses())
+    assert "org.apache.spark.api.python.PythonGatewayServer" in main_thread
+    assert not refusal.applicationOwnsJvm(main_thread)

@@ -1,13 +1,17 @@
 """A new user's path: spark-submit with only the printed flags, on a real local-cluster."""
 
+import json
 import shlex
 import subprocess
 import sys
 import textwrap
+import zipfile
 from pathlib import Path
 
 import pytest
 
+from spark_plugin.jar import find_javac, pyspark_jars_dir
+from spark_plugin.keys import KEYS
 from spark_plugin.telemetry_reader import read_telemetry
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
@@ -73,17 +77,78 @@ def test_bad_values_stop_the_application_with_the_message_first_and_no_stack(tmp
         "--conf", "spark.rifle.merge.fanIn=3",
         "--conf", "spark.riffle.enabled=true"]  # without spark.shuffle.manager: a broken rule
     run = spark_submit(tmp_path, "local[1]", flags, timeout=120)
-    assert run.returncode != 0 and "APP-OK" not in run.stdout
-    banner = run.stderr.index("sparkrm: this application cannot start. Fix its configuration:")
-    message = run.stderr[banner:].split("\n\n")[0]
-    assert ("spark.sparkrm.telemetry.bufferRecords must be an integer in [1000, 100000000]. Got '10'. "
-            "Set e.g. 200000 or remove it for the default (200000).") in message
-    assert "spark.sparkrm.telemetry.enabeld is not a sparkrm configuration key. " \
-           "Did you mean spark.sparkrm.telemetry.enabled?" in message
-    assert "Did you mean spark.riffle.merge.fanIn?" in message
-    assert "spark.riffle.enabled=true needs spark.shuffle.manager=dev.sparkrm.riffle.RiffleShuffleManager" in message
-    assert "\tat " not in run.stderr[:banner]  # nothing of ours before the message
-    assert "at dev.sparkrm" not in run.stderr  # and no stack of ours anywhere
+    assert run.returncode == 2 and "APP-OK" not in run.stdout
+    problems = refused_with(run)  # unknown keys, then bad values, then broken rules
+    assert len(problems) == 4
+    assert "Did you mean spark.riffle.merge.fanIn?" in problems[0]
+    assert problems[1].startswith("spark.sparkrm.telemetry.enabeld is not a sparkrm configuration key. "
+                                  "Did you mean spark.sparkrm.telemetry.enabled?")
+    assert problems[2] == ("spark.sparkrm.telemetry.bufferRecords must be an integer in [1000, 100000000]. Got '10'. "
+                           "Set e.g. 200000 or remove it for the default (200000).")
+    assert problems[3].startswith("spark.riffle.enabled=true needs spark.shuffle.manager="
+                                  "dev.sparkrm.riffle.RiffleShuffleManager")
+
+
+def refused_with(run) -> list[str]:
+    """The problem lines under the banner of a refused application, after checking nothing else was said.
+
+    A refused application prints the banner and one line per problem, then ends with status 2: no Java
+    stack (Spark's own, from stopping a half-built context, included), no Py4J traceback.
+    """
+    head, banner, tail = run.stderr.partition("\nsparkrm: this application cannot start. Fix its configuration:\n")
+    assert banner, run.stderr[-3000:]
+    problems, _, after = tail.partition("\n\n")
+    for said in (head, after):
+        for trace in ("\tat ", "Traceback", "Py4J", "Exception", "Error initializing SparkContext"):
+            assert trace not in said, said[-3000:]
+    return problems.split("\n")
+
+
+def test_a_broken_wrangler_model_ends_a_plain_spark_submit_at_start_with_one_line(tmp_path):
+    """A model with the right format tag and a wrong field once ran with every decision tick failing."""
+    model = tmp_path / "model.json"
+    model.write_text(json.dumps({
+        "format": "sparkrm-wrangler-model", "features": ["cpuIdlePct", "load1"],
+        "scaler": {"scale": "oops", "offset": [0.0, 0.0]},
+        "shared": {"weights": [0.0, 0.0], "intercept": -1.0, "sigmoids": [[-10.0, 0.0]], "nodes": {}, "workloads": {}},
+        "nodes": {}}))
+    flags = printed_flags("--features", "wrangler") + ["--conf", f"spark.wrangler.model.path={model}"]
+    run = spark_submit(tmp_path, "local[1]", flags, timeout=120)
+    assert run.returncode == 2 and "APP-OK" not in run.stdout
+    assert refused_with(run) == [
+        f"spark.wrangler.model.path={model} is not a valid Wrangler model: scaler.scale must be an array of 2 "
+        f"numbers or nulls (one per entry of features); got a string. {KEYS['spark.wrangler.model.path'].fix()}"]
+
+
+JVM_APP = """
+import org.apache.spark.SparkConf;
+import org.apache.spark.api.java.JavaSparkContext;
+
+public class RefusedApp {
+  public static void main(String[] args) {
+    try (JavaSparkContext sc = new JavaSparkContext(new SparkConf().setAppName("refused"))) {
+      System.out.println("APP-OK " + sc.parallelize(java.util.List.of(1, 2, 3)).count());
+    }
+  }
+}
+"""
+
+
+def test_a_jvm_application_is_refused_the_same_way(tmp_path):
+    """No Python at all: the model file is checked in the driver JVM, whose main thread is the application's."""
+    (tmp_path / "RefusedApp.java").write_text(JVM_APP)
+    subprocess.run([find_javac(), "--release", "17", "-cp", f"{pyspark_jars_dir()}/*", "-d", str(tmp_path / "classes"),
+                    str(tmp_path / "RefusedApp.java")], check=True, capture_output=True)
+    app = tmp_path / "app.jar"
+    with zipfile.ZipFile(app, "w") as z:
+        z.write(tmp_path / "classes" / "RefusedApp.class", "RefusedApp.class")
+    flags = printed_flags("--features", "") + ["--conf", f"spark.wrangler.model.path={tmp_path / 'missing.json'}"]
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    run = subprocess.run([str(SPARK_SUBMIT), "--master", "local[1]", "--class", "RefusedApp", *flags, str(app)],
+                         capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    assert run.returncode == 2 and "APP-OK" not in run.stdout
+    assert refused_with(run) == [f"spark.wrangler.model.path={tmp_path / 'missing.json'}: no such file. "
+                                 f"{KEYS['spark.wrangler.model.path'].fix()}"]
 
 
 def test_a_failed_submit_args_makes_spark_submit_fail(tmp_path):
@@ -113,5 +178,6 @@ def test_an_unwritable_telemetry_dir_stops_the_application(tmp_path):
     blocker.write_text("not a directory")
     flags = printed_flags() + ["--conf", f"spark.sparkrm.telemetry.dir={blocker}/sub"]
     run = spark_submit(tmp_path, "local[1]", flags, timeout=120)
-    assert run.returncode != 0 and "APP-OK" not in run.stdout
-    assert "spark.sparkrm.telemetry.dir must be a writable local directory on the driver" in run.stderr
+    assert run.returncode == 2 and "APP-OK" not in run.stdout
+    assert refused_with(run)[0].startswith(
+        "spark.sparkrm.telemetry.dir must be a writable local directory on the driver")

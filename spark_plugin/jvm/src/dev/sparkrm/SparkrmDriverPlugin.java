@@ -3,6 +3,7 @@ package dev.sparkrm;
 import dev.sparkrm.compat.SparkCompat;
 import dev.sparkrm.conf.SparkrmConf;
 import dev.sparkrm.conf.SparkrmConfigException;
+import dev.sparkrm.conf.StartRefusal;
 import dev.sparkrm.riffle.RiffleDriver;
 import dev.sparkrm.rpc.MessageRouter;
 import dev.sparkrm.telemetry.TelemetryDriver;
@@ -21,7 +22,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>{@link #init} runs inside the SparkContext constructor before the task scheduler exists, so it
  * only validates and wires; anything that needs the application id binds in {@link #registerMetrics},
- * which Spark calls last. A bad configuration throws here and the application fails to start.
+ * which Spark calls last. A bad configuration ends the application here with one line per problem
+ * ({@link StartRefusal}).
  */
 public final class SparkrmDriverPlugin implements DriverPlugin {
   private static final Logger LOG = LoggerFactory.getLogger(SparkrmDriverPlugin.class);
@@ -40,13 +42,17 @@ public final class SparkrmDriverPlugin implements DriverPlugin {
   public Map<String, String> init(SparkContext sc, PluginContext ctx) {
     SparkCompat.checkRuntimeVersion();
     this.sc = sc;
-    SparkrmConf conf;
     try {
-      conf = SparkrmConf.validateOnDriver(sc.conf()); // keys, rules and the files keys name
-    } catch (SparkrmConfigException e) { // say it first and plainly, before Spark's shutdown noise
-      System.err.println("\nsparkrm: this application cannot start. Fix its configuration:\n" + e.getMessage() + "\n");
-      throw e;
+      return start(sc);
+    } catch (SparkrmConfigException e) { // say it plainly, and under spark-submit say nothing else
+      shutdown();
+      throw StartRefusal.refuse(e);
     }
+  }
+
+  /** Validates the configuration (keys, rules and the files keys name) and starts the enabled features. */
+  private Map<String, String> start(SparkContext sc) {
+    SparkrmConf conf = SparkrmConf.validateOnDriver(sc.conf());
     LOG.info("sparkrm {} on Spark {}: configuration in effect {}",
         SparkCompat.buildInfo().getProperty("package.version"), SparkCompat.runtimeSparkVersion(), conf.asMap());
     Map<String, String> executorConf = new HashMap<>();
