@@ -11,6 +11,7 @@ import datetime
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -163,3 +164,33 @@ def write_markdown(json_path, lines: list[str]) -> Path:
     md_path = Path(json_path).with_suffix(".md")
     md_path.write_text("\n".join(lines))
     return md_path
+
+
+def stop_and_clean(session, app_id: str) -> None:
+    """Stop ``session`` (again, if a test did), its driver JVM, and the worker folders of local-cluster.
+
+    The driver JVM must go too: spark-submit turns the first session's ``--conf`` entries into
+    JVM system properties, which every later SparkConf in that JVM would inherit, so one
+    module's settings (a fault switched on, say) would leak into the next module's session.
+    """
+    import pyspark
+
+    session.stop()
+    shutdown_driver_jvm()
+    shutil.rmtree(Path(pyspark.__file__).parent / "work" / app_id, ignore_errors=True)
+
+
+def shutdown_driver_jvm() -> None:
+    """End pyspark's gateway JVM, so that the next session starts a fresh one with its own conf."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return
+    proc = getattr(gateway, "proc", None)
+    gateway.shutdown()
+    if proc is not None:
+        proc.stdin.close()  # the gateway JVM exits when its stdin closes
+        proc.wait(timeout=60)
+    SparkContext._gateway = None
+    SparkContext._jvm = None

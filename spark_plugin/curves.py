@@ -102,11 +102,6 @@ class CurveFit:
         f = _sub_norm if self.family == SUBLINEAR else _exp_norm
         return self._ref + self._scale * f(x, *self._norm_params)
 
-    @property
-    def has_spread(self) -> bool:
-        """Whether :meth:`std` is finite: enough points beyond the parameters, a finite covariance."""
-        return self._norm_cov is not None
-
     def std(self, k):
         """Standard deviation of an observation at iteration(s) ``k``, in the job's units.
 

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import importlib.abc
 import os
-import shutil
 import sys
 import tempfile
 import zipfile
 from pathlib import Path
 
 import pytest
+
+from benchmarks.common import stop_and_clean
 
 DEFAULT_SESSION = dict(master="local-cluster[2,1,1024]", features=None, conf={})
 
@@ -107,31 +108,3 @@ def spark(request, session_dir):
     stop_and_clean(session, app_id)
 
 
-def stop_and_clean(session, app_id: str) -> None:
-    """Stop ``session`` (again, if a test did), its driver JVM, and the worker folders of local-cluster.
-
-    The driver JVM must go too: spark-submit turns the first session's ``--conf`` entries into
-    JVM system properties, which every later SparkConf in that JVM would inherit, so one
-    module's settings (a fault switched on, say) would leak into the next module's session.
-    """
-    import pyspark
-
-    session.stop()
-    shutdown_driver_jvm()
-    shutil.rmtree(Path(pyspark.__file__).parent / "work" / app_id, ignore_errors=True)
-
-
-def shutdown_driver_jvm() -> None:
-    """End pyspark's gateway JVM, so that the next session starts a fresh one with its own conf."""
-    from pyspark import SparkContext
-
-    gateway = SparkContext._gateway
-    if gateway is None:
-        return
-    proc = getattr(gateway, "proc", None)
-    gateway.shutdown()
-    if proc is not None:
-        proc.stdin.close()  # the gateway JVM exits when its stdin closes
-        proc.wait(timeout=60)
-    SparkContext._gateway = None
-    SparkContext._jvm = None

@@ -28,3 +28,9 @@ def recorded(tm, action):
     mark = tm.mark()
     result = action()
     return result, tm.records(since=mark)
+
+
+def executor_ids(spark) -> list[str]:
+    """The ids of the application's registered executors, sorted."""
+    ids = spark.sparkContext._jsc.sc().getExecutorIds().mkString(",")
+    return sorted(ids.split(",")) if ids else []

@@ -163,16 +163,6 @@ class BatchPlanner:
         """Names of the members still planned, in the order they were added."""
         return list(self._cursors)
 
-    def epoch_of(self, name: str) -> int:
-        """The epoch member ``name`` is in (the number of epochs it has completed)."""
-        return self._cursors[name].epoch
-
-    def steps_left(self, name: str) -> int:
-        """Steps member ``name`` still takes before its budget of epochs is done."""
-        cur = self._cursors[name]
-        return math.ceil(cur.remaining / cur.batch_size) + (cur.epochs - cur.epoch - 1) * steps_per_epoch(
-            self.n_examples, cur.batch_size)
-
     def order(self, epoch: int) -> np.ndarray:
         """The order of the examples in ``epoch``: shared by every member."""
         if not self.shuffle:

@@ -24,7 +24,7 @@ class ProgressiveAnswers:
     def __init__(self, spark, dataset, batches: int = 20):
         from spark_plugin import rotary
 
-        from spark_plugin.rotary.queries import LAYOUTS
+        from spark_plugin.rotary.spec import LAYOUTS
 
         self.spark = spark
         # Every batched layout is made here, before the runner times anything: splitting the data into batches

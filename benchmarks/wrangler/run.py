@@ -50,7 +50,7 @@ def run_app(args, master: str, name: str, extra: dict, model: Path | None, p: fl
     """One application: start, wait for executors, one unmeasured job, then ``jobs`` jobs under noise."""
     import spark_plugin
     from spark_plugin.wrangler import running
-    from tests.conftest import stop_and_clean  # ends the driver JVM too, so no arm inherits another's conf
+    from benchmarks.common import stop_and_clean  # ends the driver JVM too, so no arm inherits another's conf
 
     conf = {"spark.wrangler.interval": f"{args.interval_ms}ms", "spark.wrangler.hold.maxDuration": args.hold_cap,
             "spark.sparkrm.telemetry.dir": str(work_dir / name), "spark.ui.showConsoleProgress": "false",

@@ -8,7 +8,7 @@
 
 from .batches import BatchDataError, BatchedData, prepare
 from .engine import ProgressiveQuery, Snapshot, progressive
-from .queries import QuerySpec, QuerySpecError, available, load
+from .spec import QuerySpec, QuerySpecError, available, load
 
 __all__ = ["BatchDataError", "BatchedData", "ProgressiveQuery", "QuerySpec", "QuerySpecError", "Snapshot",
            "available", "load", "prepare", "progressive"]

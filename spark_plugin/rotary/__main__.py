@@ -66,7 +66,7 @@ def check(args):
     from . import criteria
     from .batches import check_data
     from .engine import read_state
-    from .queries import load
+    from .spec import load
 
     if not args.resume and not (args.query and args.data):
         raise UsageError("run needs a query and --data (or --resume DIR): e.g. run 6 --data "
@@ -187,7 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    from .queries import available
+    from .spec import available
 
     args = build_parser().parse_args(argv)
     if args.command == "list":

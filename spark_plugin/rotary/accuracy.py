@@ -18,7 +18,7 @@ from collections import deque
 import numpy as np
 import pandas as pd
 
-from .queries import QuerySpec
+from .spec import QuerySpec
 
 
 def true_accuracy(estimate: pd.DataFrame, exact: pd.DataFrame, spec: QuerySpec, weights: dict | None = None) -> float:

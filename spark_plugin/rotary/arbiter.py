@@ -37,7 +37,7 @@ from .batches import prepare
 from .engine import ProgressiveQuery
 from .estimators import History, PastRun, ProgressEstimator, batch_input_bytes, features
 from .policies import JobView, Policy
-from .queries import load
+from .spec import load
 from .workload import WorkloadJob
 
 LOG = logging.getLogger(__name__)

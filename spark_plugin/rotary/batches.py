@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import SparkrmError
-from .queries import BATCH_COLUMN, LAYOUTS, TABLES
+from .spec import BATCH_COLUMN, LAYOUTS, TABLES
 
 LOG = logging.getLogger(__name__)
 MANIFEST = "_ROTARY_BATCHES.json"

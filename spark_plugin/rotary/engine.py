@@ -29,7 +29,7 @@ from pathlib import Path
 import pandas as pd
 
 from .batches import BATCH_COLUMN, BatchedData, prepare
-from .queries import QuerySpec, QuerySpecError, load
+from .spec import QuerySpec, QuerySpecError, load
 from .totals import RunningTotals
 
 STATE_FILE = "state.json"

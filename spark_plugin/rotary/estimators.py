@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .queries import QuerySpec
+from .spec import QuerySpec
 
 _WORD = re.compile(r"\b[a-z_][a-z0-9_]*\b")
 
@@ -137,7 +137,7 @@ def batch_input_bytes(spec: QuerySpec, data) -> float:
 
     This is the size Spark's optimizer assigns a file relation (its files' bytes), per batch.
     """
-    from .queries import TABLES
+    from .spec import TABLES
 
     words = set(_WORD.findall(" ".join([spec.sql, *(sql for _, sql in spec.statics)]).lower()))
     total = 0.0

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import t as student_t
 
-from .queries import QuerySpec
+from .spec import QuerySpec
 
 ALL_ROWS_KEY = "_all"  # the one group of a query without @keys
 

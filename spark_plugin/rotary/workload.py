@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from .queries import available
+from .spec import available
 
 
 @dataclass(frozen=True)

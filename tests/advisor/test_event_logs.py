@@ -9,7 +9,7 @@ import pytest
 
 from spark_plugin.advisor import collect_runs, load_runs
 from spark_plugin.errors import SparkrmError
-from tests.conftest import shutdown_driver_jvm
+from benchmarks.common import shutdown_driver_jvm
 
 pytestmark = pytest.mark.spark
 

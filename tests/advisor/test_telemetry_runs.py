@@ -4,7 +4,7 @@ import pytest
 
 import spark_plugin
 from spark_plugin.advisor import load_runs, recommend
-from tests.conftest import stop_and_clean
+from benchmarks.common import stop_and_clean
 
 pytestmark = pytest.mark.spark
 

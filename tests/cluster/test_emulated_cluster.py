@@ -22,9 +22,9 @@ import pytest
 import spark_plugin
 from benchmarks.cluster import ClusterError, ClusterSpec, down, session_conf, up
 from benchmarks.cluster.isolation import BRIDGE
-from tests.conftest import stop_and_clean
+from benchmarks.common import stop_and_clean
 from tests.helpers import eventually
-from tests.wrangler.jobs import executor_ids
+from tests.helpers import executor_ids
 from tests.shuffle_merge import merged_files
 from tests.shuffle_merge.corruption import RIFFLE_CONF, assert_read_from_originals_without_recomputation, \
     read_again_after

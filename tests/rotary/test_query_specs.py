@@ -11,7 +11,7 @@ from spark_plugin import rotary
 from spark_plugin.rotary.accuracy import Envelope, true_accuracy
 from spark_plugin.rotary.engine import next_chunk
 from spark_plugin.rotary.expressions import Expression
-from spark_plugin.rotary.queries import QuerySpecError, parse
+from spark_plugin.rotary.spec import QuerySpecError, parse
 
 
 def test_every_required_tpch_query_ships_a_spec():

@@ -3,8 +3,7 @@
 from operator import add
 
 import spark_plugin
-from tests.helpers import eventually
-from tests.wrangler.jobs import executor_ids
+from tests.helpers import eventually, executor_ids
 
 ROWS = 48_000
 #: Every output merged, three per merge, and reducers wait for every merge however loaded the machine (the

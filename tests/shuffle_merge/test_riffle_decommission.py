@@ -10,9 +10,8 @@ import signal
 
 import pytest
 
-from tests.helpers import eventually
+from tests.helpers import eventually, executor_ids
 from tests.shuffle_merge.elastic import RIFFLE_CONF, read_twice
-from tests.wrangler.jobs import executor_ids
 
 pytestmark = pytest.mark.spark
 

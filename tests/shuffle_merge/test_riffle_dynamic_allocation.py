@@ -6,9 +6,8 @@ computed again on the next read and merged anew, and the merges of the old outpu
 
 import pytest
 
-from tests.helpers import eventually
+from tests.helpers import eventually, executor_ids
 from tests.shuffle_merge.elastic import RIFFLE_CONF, read_twice
-from tests.wrangler.jobs import executor_ids
 
 pytestmark = pytest.mark.spark
 

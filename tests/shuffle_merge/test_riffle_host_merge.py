@@ -17,9 +17,8 @@ import pytest
 
 import spark_plugin
 from shuffle_merge import job_settings
-from tests.helpers import eventually, recorded
+from tests.helpers import eventually, executor_ids, recorded
 from tests.shuffle_merge.workloads import WORKLOADS
-from tests.wrangler.jobs import executor_ids
 
 pytestmark = pytest.mark.spark
 

@@ -9,11 +9,11 @@ import socket
 import pytest
 
 import spark_plugin
-from tests.conftest import ini_spark_options, stop_and_clean
-from tests.helpers import eventually
+from benchmarks.common import stop_and_clean
+from tests.helpers import eventually, executor_ids
+from tests.conftest import ini_spark_options
 from tests.shuffle_merge.conftest import shuffle_files
 from tests.shuffle_merge.elastic import RIFFLE_CONF, exact, merged_shuffle, read_twice
-from tests.wrangler.jobs import executor_ids
 
 pytestmark = pytest.mark.spark
 

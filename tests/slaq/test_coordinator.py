@@ -7,7 +7,7 @@ from sklearn.datasets import make_classification
 from spark_plugin.slaq.coordinator import Coordinator, RemoteJob
 from spark_plugin.slaq.trainers import LogisticRegressionGD, TrainingData
 from spark_plugin.standalone import StandaloneCluster
-from tests.conftest import stop_and_clean
+from benchmarks.common import stop_and_clean
 from tests.helpers import eventually
 
 

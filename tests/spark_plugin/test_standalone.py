@@ -6,9 +6,9 @@ import pytest
 
 import spark_plugin
 from spark_plugin.standalone import StandaloneCluster
-from tests.conftest import stop_and_clean
+from benchmarks.common import stop_and_clean
 from tests.helpers import eventually
-from tests.wrangler.jobs import executor_ids
+from tests.helpers import executor_ids
 
 pytestmark = pytest.mark.spark
 

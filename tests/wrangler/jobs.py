@@ -61,12 +61,6 @@ def held_ms(holds, executor_id: str, start: float, end: float) -> float:
                for h in holds if h["executorId"] == executor_id)
 
 
-def executor_ids(spark) -> list[str]:
-    """The ids of the application's registered executors, sorted."""
-    ids = spark.sparkContext._jsc.sc().getExecutorIds().mkString(",")
-    return sorted(ids.split(",")) if ids else []
-
-
 def holds_only_session(master: str, **conf) -> dict:
     """A ``SPARK_SESSION`` for tests of the hold mechanism: long holds, no guard, no online training."""
     return dict(master=master, features=["wrangler"],

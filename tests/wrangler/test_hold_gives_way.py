@@ -13,9 +13,9 @@ import pytest
 import spark_plugin
 from spark_plugin.wrangler import running
 from spark_plugin.wrangler._jvm import JvmHolds
-from tests.helpers import eventually
+from tests.helpers import eventually, executor_ids
 
-from .jobs import executor_ids, executor_pid, holds_only_session
+from .jobs import executor_pid, holds_only_session
 
 pytestmark = pytest.mark.spark
 

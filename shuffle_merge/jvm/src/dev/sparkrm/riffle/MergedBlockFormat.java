@@ -55,12 +55,6 @@ final class MergedBlockFormat {
 
   /** The boundaries and checksums of one merged block. */
   record Header(int reduceId, int[] mapIndexes, long[] lengths, int[] crcs) {
-    long payloadBytes() {
-      long sum = 0;
-      for (long l : lengths) sum += l;
-      return sum;
-    }
-
     int inputs() {
       return mapIndexes.length;
     }
