@@ -14,6 +14,7 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.regex.Pattern;
 import org.apache.spark.SparkConf;
+import org.apache.commons.text.similarity.LevenshteinDistance;
 import org.apache.spark.network.util.JavaUtils;
 import scala.Tuple2;
 
@@ -293,7 +294,7 @@ public final class SparkrmConf {
       String best = null;
       int bestDistance = Integer.MAX_VALUE;
       for (String candidate : keys.keySet()) {
-        int d = editDistance(name, candidate);
+        int d = LevenshteinDistance.getDefaultInstance().apply(name, candidate);
         if (d < bestDistance) {
           best = candidate;
           bestDistance = d;
@@ -308,7 +309,7 @@ public final class SparkrmConf {
       if (parts.length < 3 || !parts[0].equals("spark") || inNamespace(name)) return null;
       for (String namespace : namespaces) {
         String segment = namespace.split("\\.")[1];
-        int d = editDistance(parts[1], segment);
+        int d = LevenshteinDistance.getDefaultInstance().apply(parts[1], segment);
         if (d > 0 && d <= 2) {
           String best = nearest("spark." + segment + "." + parts[2]);
           if (best != null) {
@@ -319,23 +320,6 @@ public final class SparkrmConf {
         }
       }
       return null;
-    }
-
-    private static int editDistance(String a, String b) {
-      int[] prev = new int[b.length() + 1];
-      int[] cur = new int[b.length() + 1];
-      for (int j = 0; j <= b.length(); j++) prev[j] = j;
-      for (int i = 1; i <= a.length(); i++) {
-        cur[0] = i;
-        for (int j = 1; j <= b.length(); j++) {
-          int sub = prev[j - 1] + (a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1);
-          cur[j] = Math.min(sub, Math.min(prev[j] + 1, cur[j - 1] + 1));
-        }
-        int[] t = prev;
-        prev = cur;
-        cur = t;
-      }
-      return prev[b.length()];
     }
   }
 }

@@ -1,9 +1,13 @@
 package dev.sparkrm.telemetry;
 
+import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.function.Function;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
 
 /**
  * The fields of one telemetry record type, declared once.
@@ -15,6 +19,9 @@ import java.util.function.Function;
  * @param <T> the event view a record is rendered from
  */
 public final class RecordSchema<T> {
+  /** Jackson, from Spark's classpath, writes every value: escaping is not ours to get right. */
+  private static final ObjectMapper JSON = new ObjectMapper();
+
   private final String type;
   private final List<String> names = new ArrayList<>();
   private final List<String> kinds = new ArrayList<>();
@@ -45,19 +52,36 @@ public final class RecordSchema<T> {
     StringBuilder out = new StringBuilder(64 + 24 * names.size());
     for (int i = 0; i < names.size(); i++) {
       if (i > 0) out.append(',');
-      out.append('"').append(names.get(i)).append("\":");
-      Json.appendValue(out, getters.get(i).apply(view));
+      out.append(json(names.get(i))).append(':').append(json(plain(getters.get(i).apply(view))));
     }
     return out.toString();
   }
 
   /** Describes the schema as JSON: {@code [["name","kind"], ...]}. */
   public String describe() {
-    StringBuilder out = new StringBuilder("[");
-    for (int i = 0; i < names.size(); i++) {
-      if (i > 0) out.append(',');
-      out.append("[\"").append(names.get(i)).append("\",\"").append(kinds.get(i)).append("\"]");
+    List<List<String>> fields = new ArrayList<>();
+    for (int i = 0; i < names.size(); i++) fields.add(List.of(names.get(i), kinds.get(i)));
+    return json(fields);
+  }
+
+  /** A value as telemetry records it: numbers, booleans, strings and int lists as they are, a non-finite
+   *  double as null (JSON has no NaN), anything else by its {@code toString}. */
+  private static Object plain(Object value) {
+    if (value instanceof Double || value instanceof Float) {
+      return Double.isFinite(((Number) value).doubleValue()) ? value : null;
     }
-    return out.append(']').toString();
+    if (value == null || value instanceof Number || value instanceof Boolean || value instanceof String
+        || value instanceof long[]) {
+      return value;
+    }
+    return value.toString();
+  }
+
+  private static String json(Object value) {
+    try {
+      return JSON.writeValueAsString(value);
+    } catch (JsonProcessingException e) {
+      throw new UncheckedIOException(e);
+    }
   }
 }
