@@ -162,6 +162,23 @@ def render_markdown(data: dict) -> str:
     return "\n".join(head + [markdown_table(headers, rows)] + notes + _progressive_section(data, base) + ["", png, ""])
 
 
+def _bar_label(data: dict, mode: str) -> str:
+    reads = data.get("summary", {}).get(mode, {})
+    return f"{mode} (shuffle reads {_reads_summary(reads)})" if "riffle_reads" in reads else mode
+
+
+def _mark_progressive(ax, items, mode: str, xs, scale) -> None:
+    """The first estimate and the 95%-accurate answer of each progressively answered query, on its bar."""
+    for key, marker, fill, label in (("first_s", "v", "black", "first estimate"),
+                                     ("accuracy95_s", "o", "white", "95% accurate")):
+        points = [(x, (e["modes"][mode].get("progressive_median_s") or {}).get(key), s)
+                  for x, (_, e), s in zip(xs, items, scale)]
+        points = [(x, t / s) for x, t, s in points if t is not None]
+        if points:
+            ax.scatter(*zip(*points), marker=marker, s=26, facecolors=fill, edgecolors="black", zorder=3,
+                       label=f"{mode}: {label}")
+
+
 def _progressive_section(data: dict, base: str) -> list[str]:
     """Per query answered progressively: its times to the first estimate, to 95% true accuracy and to the
     exact answer, each also as a fraction of the baseline's plain query (medians of the timed runs)."""
@@ -218,10 +235,13 @@ def _metric(record: dict, name: str, unit: float = 1):
 
 
 def render_png(data: dict, path: Path) -> None:
-    """Per query: each mode's median relative to the baseline's, with every timed run's spread.
+    """Per query: each mode's median relative to the baseline's, with every timed run's spread, and for a
+    mode answering progressively what it is for: its first estimate and its 95%-accurate answer.
 
-    Bars are medians; the whiskers span the fastest and slowest timed run (relative to
-    the baseline's median, so the baseline's own whisker shows this machine's noise).
+    Bars are medians (for Rotary, the time to the exact answer); the whiskers span the fastest and slowest
+    timed run (relative to the baseline's median, so the baseline's own whisker shows this machine's
+    noise). Markers on a progressive mode's bar: its median time to the first estimate (black triangle)
+    and to the first estimate 95% accurate (white circle). Riffle's legend entry carries its shuffle reads against Spark's.
     """
     plt = pyplot()
     modes = data["config"]["modes"]
@@ -237,14 +257,15 @@ def render_png(data: dict, path: Path) -> None:
         runs = [[t / s for t in e["modes"][m]["wall_s"]] for (_, e), s in zip(items, scale)]
         medians = [e["modes"][m]["median_s"] / s for (_, e), s in zip(items, scale)]
         spread = [[md - min(r) for md, r in zip(medians, runs)], [max(r) - md for md, r in zip(medians, runs)]]
-        ax.bar(xs, medians, width, yerr=spread, capsize=2, label=m,
+        ax.bar(xs, medians, width, yerr=spread, capsize=2, label=_bar_label(data, m),
                color="lightgray" if relative and m == base else None, error_kw={"linewidth": 0.8})
+        _mark_progressive(ax, items, m, xs, scale)
     if relative:
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set_ylabel(f"time / {base} median")
         ax.set_title(f"TPC-H SF {data['config']['sf']:g}: time relative to {base} (lower is faster; "
                      f"whiskers: fastest and slowest of {data['config']['repeat']} runs)", fontsize=9)
-        ax.legend()
+        ax.legend(fontsize=8, ncol=2, loc="upper left")
     else:
         ax.set_ylabel("time (s)")
         ax.set_title(f"TPC-H SF {data['config']['sf']:g}: {base} (median; whiskers: fastest and slowest of "
