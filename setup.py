@@ -77,7 +77,9 @@ setup(
     package_data={
         "spark_plugin": ["jars/*.jar", "jvm/src/**/*.java", "jvm/resources/**/*"],
         "spark_plugin.advisor": ["jvm/src/**/*.java"],
-        "shuffle_merge": ["jvm/src/**/*.java"],
+        "spark_plugin.slaq": ["jvm/src/**/*.java"],
+        "spark_plugin.wrangler": ["jvm/src/**/*.java", "jvm/resources/**/*"],
+        "shuffle_merge": ["jvm/src/**/*.java", "jvm/resources/**/*"],
         "spark_plugin.rotary": ["queries/*.sql"],
     },
     include_package_data=False,

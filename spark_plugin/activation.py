@@ -8,13 +8,14 @@ extended, never replaced.
 
 from __future__ import annotations
 
+import importlib
 import os
 import shlex
 import sys
 from typing import Iterable, Mapping
 
 from .errors import ConfigError
-from .features import DEFAULT_FEATURES, feature_conf
+from .features import DEFAULT_FEATURES, FEATURES, feature_conf
 from .jar import jar_path
 from .keys import KEYS, PLUGIN_CLASS
 
@@ -136,10 +137,11 @@ def session(master: str = "local-cluster[2,1,1024]", features: Iterable[str] | s
     # is on PATH) with every function, so a venv's packages would be missing on the workers.
     os.environ.setdefault("PYSPARK_PYTHON", python)
     spark = configure(builder, features, conf).getOrCreate()
-    if spark.sparkContext.getConf().get("spark.wrangler.enabled", "false").strip().lower() == "true":
-        from .wrangler import start
-
-        start(spark)
+    settings = spark.sparkContext.getConf()
+    for feature in FEATURES.values():
+        if feature.on_session and settings.get(feature.switch, "false").strip().lower() == "true":
+            module, _, function = feature.on_session.partition(":")
+            getattr(importlib.import_module(module), function)(spark)
     return spark
 
 

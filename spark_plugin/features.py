@@ -14,11 +14,20 @@ from .keys import KEYS, RIFFLE_SHUFFLE_MANAGER
 
 @dataclass(frozen=True)
 class Feature:
-    """A user-facing switch and the Spark configuration it implies."""
+    """A user-facing switch and the Spark configuration it implies; ``conf``'s first key is the switch.
+
+    ``on_session`` (``module:function``) is what :func:`spark_plugin.session` runs with the started session
+    when the switch is on: the system's own Python side, named here as data so that the core imports no system.
+    """
 
     name: str
     doc: str
     conf: dict = field(default_factory=dict)
+    on_session: str = ""
+
+    @property
+    def switch(self) -> str:
+        return next(iter(self.conf))
 
 
 FEATURES = {f.name: f for f in (
@@ -27,7 +36,8 @@ FEATURES = {f.name: f for f in (
     Feature("riffle", "Shuffle-file merging in the executors (Riffle).",
             {"spark.riffle.enabled": "true", "spark.shuffle.manager": RIFFLE_SHUFFLE_MANAGER}),
     Feature("wrangler", "Straggler prediction: node counters, and holds on executors predicted to straggle.",
-            {"spark.wrangler.enabled": "true", "spark.sparkrm.telemetry.enabled": "true"}),
+            {"spark.wrangler.enabled": "true", "spark.sparkrm.telemetry.enabled": "true"},
+            on_session="spark_plugin.wrangler:start"),
 )}
 
 #: What :func:`spark_plugin.configure` enables when ``features`` is not given.

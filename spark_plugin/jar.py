@@ -40,7 +40,10 @@ _KEYS_RESOURCE = "dev/sparkrm/keys.json"
 _PROJECT_DIR = Path(__file__).resolve().parent.parent
 #: Java source trees compiled into the one jar: ``src`` holds .java files,
 #: ``resources`` files copied as they are.
+#: The core first; each system's own tree beside its Python (a system registers with the core through
+#: ``resources/META-INF/services/dev.sparkrm.SparkrmSystem``, whose lines the jar joins).
 SOURCE_ROOTS = (_PROJECT_DIR / "spark_plugin" / "jvm", _PROJECT_DIR / "spark_plugin" / "advisor" / "jvm",
+                _PROJECT_DIR / "spark_plugin" / "slaq" / "jvm", _PROJECT_DIR / "spark_plugin" / "wrangler" / "jvm",
                 _PROJECT_DIR / "shuffle_merge" / "jvm")
 PACKAGED_JAR = Path(__file__).resolve().parent / "jars" / JAR_NAME
 
@@ -224,9 +227,17 @@ def _write_jar(jar: Path, classes: Path, spark_version: str) -> None:
                    f"Implementation-Title: sparkrm\nImplementation-Version: {PACKAGE_VERSION}\n")
         for path in sorted(classes.rglob("*.class")):
             z.write(path, path.relative_to(classes).as_posix())
+        resources = {}
         for path, rel in _source_files():
             if rel.startswith("resources/"):
-                z.write(path, rel[len("resources/"):])
+                resources.setdefault(rel[len("resources/"):], []).append(path)
+        for name, paths in sorted(resources.items()):
+            if name.startswith("META-INF/services/"):  # one registration file, every tree's lines
+                z.writestr(name, "".join(p.read_text().rstrip("\n") + "\n" for p in paths))
+            elif len(paths) > 1:
+                raise JarError(f"Two source trees ship the resource {name}: {', '.join(map(str, paths))}; keep one.")
+            else:
+                z.write(paths[0], name)
         z.writestr(_BUILD_INFO, info)
         z.writestr(_KEYS_RESOURCE, _keys_json())
 

@@ -4,12 +4,11 @@ import dev.sparkrm.compat.SparkCompat;
 import dev.sparkrm.conf.SparkrmConf;
 import dev.sparkrm.conf.SparkrmConfigException;
 import dev.sparkrm.conf.StartRefusal;
-import dev.sparkrm.riffle.RiffleDriver;
 import dev.sparkrm.rpc.MessageRouter;
 import dev.sparkrm.telemetry.TelemetryDriver;
-import dev.sparkrm.wrangler.NodeSampler;
-import dev.sparkrm.wrangler.WranglerDriver;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import org.apache.spark.SparkContext;
 import org.apache.spark.api.plugin.DriverPlugin;
@@ -23,19 +22,17 @@ import org.slf4j.LoggerFactory;
  * <p>{@link #init} runs inside the SparkContext constructor before the task scheduler exists, so it
  * only validates and wires; anything that needs the application id binds in {@link #registerMetrics},
  * which Spark calls last. A bad configuration ends the application here with one line per problem
- * ({@link StartRefusal}).
+ * ({@link StartRefusal}). Telemetry is the core's; every other system is whatever registered itself
+ * ({@link SparkrmSystem}), started when its key enables it.
  */
 public final class SparkrmDriverPlugin implements DriverPlugin {
   private static final Logger LOG = LoggerFactory.getLogger(SparkrmDriverPlugin.class);
   /** Key of the extra conf that tells executors to register (see {@link SparkrmExecutorPlugin}). */
   static final String REGISTER_EXECUTORS = "sparkrm.registerExecutors";
-  /** Key of the extra conf that starts Riffle's merger in executors. */
-  static final String START_RIFFLE = "sparkrm.riffle";
 
   private final MessageRouter router = new MessageRouter();
+  private final List<SparkrmSystem> started = new ArrayList<>();
   private TelemetryDriver telemetry;
-  private RiffleDriver riffle;
-  private WranglerDriver wrangler;
   private SparkContext sc;
 
   @Override
@@ -60,13 +57,11 @@ public final class SparkrmDriverPlugin implements DriverPlugin {
       telemetry = TelemetryDriver.start(sc, conf, router);
       executorConf.put(REGISTER_EXECUTORS, "true");
     }
-    if (conf.getBoolean("spark.riffle.enabled")) {
-      riffle = RiffleDriver.start(sc, conf, router, telemetry == null ? null : telemetry.store());
-      executorConf.put(START_RIFFLE, "true");
-    }
-    if (conf.getBoolean("spark.wrangler.enabled")) {
-      wrangler = WranglerDriver.start(sc, conf, router, telemetry == null ? null : telemetry.store());
-      executorConf.put(NodeSampler.INTERVAL_CONF, Long.toString(wrangler.intervalMs()));
+    var context = new SparkrmSystem.DriverContext(sc, conf, router, telemetry == null ? null : telemetry.store());
+    for (SparkrmSystem system : SparkrmSystem.registered()) {
+      if (!conf.getBoolean(system.enabledKey())) continue;
+      started.add(system);
+      executorConf.putAll(system.startDriver(context));
     }
     return executorConf;
   }
@@ -74,7 +69,7 @@ public final class SparkrmDriverPlugin implements DriverPlugin {
   @Override
   public void registerMetrics(String appId, PluginContext ctx) {
     if (telemetry != null) telemetry.bind(appId);
-    if (wrangler != null) wrangler.bind(sc);
+    for (SparkrmSystem system : started) system.bind(sc);
   }
 
   @Override
@@ -84,14 +79,8 @@ public final class SparkrmDriverPlugin implements DriverPlugin {
 
   @Override
   public void shutdown() {
-    if (wrangler != null) {
-      wrangler.stop();
-      wrangler = null;
-    }
-    if (riffle != null) {
-      riffle.stop();
-      riffle = null;
-    }
+    for (int i = started.size() - 1; i >= 0; i--) started.get(i).stop();
+    started.clear();
     if (telemetry != null) {
       telemetry.stop();
       telemetry = null;

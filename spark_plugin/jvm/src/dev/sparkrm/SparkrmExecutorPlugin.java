@@ -1,10 +1,8 @@
 package dev.sparkrm;
 
-import dev.sparkrm.conf.SparkrmConf;
-import dev.sparkrm.riffle.RiffleExecutor;
 import dev.sparkrm.rpc.MessageRouter;
-import dev.sparkrm.wrangler.NodeSampler;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import org.apache.spark.api.plugin.ExecutorPlugin;
 import org.apache.spark.api.plugin.PluginContext;
@@ -14,7 +12,7 @@ import org.slf4j.LoggerFactory;
 /**
  * Executor side of {@link SparkrmPlugin}: registers the executor (id and process id) with the
  * driver over the plugin RPC when telemetry is on, so that it can map executors to processes, and
- * starts Riffle's merger when the driver runs Riffle and Wrangler's node sampler when it runs Wrangler.
+ * starts the executor side of every registered system ({@link SparkrmSystem}) the driver runs.
  *
  * <p>An exception escaping an executor plugin's {@code init} makes Spark kill the executor, and
  * the worker then restarts it forever; so nothing here may throw. (Note that
@@ -24,15 +22,13 @@ import org.slf4j.LoggerFactory;
 public final class SparkrmExecutorPlugin implements ExecutorPlugin {
   private static final Logger LOG = LoggerFactory.getLogger(SparkrmExecutorPlugin.class);
 
+  private final List<SparkrmSystem> systems = SparkrmSystem.registered();
+
   @Override
   public void init(PluginContext ctx, Map<String, String> extraConf) {
     try {
       if ("true".equals(extraConf.get(SparkrmDriverPlugin.REGISTER_EXECUTORS))) register(ctx);
-      if ("true".equals(extraConf.get(SparkrmDriverPlugin.START_RIFFLE))) {
-        RiffleExecutor.start(ctx, SparkrmConf.validate(ctx.conf()));
-      }
-      String samplingMs = extraConf.get(NodeSampler.INTERVAL_CONF);
-      if (samplingMs != null) NodeSampler.start(ctx, Long.parseLong(samplingMs));
+      for (SparkrmSystem system : systems) system.startExecutor(ctx, extraConf);
     } catch (RuntimeException e) {
       LOG.warn("sparkrm executor plugin could not start; this executor runs without it", e);
     }
@@ -40,8 +36,7 @@ public final class SparkrmExecutorPlugin implements ExecutorPlugin {
 
   @Override
   public void shutdown() {
-    RiffleExecutor.stopAgent();
-    NodeSampler.stopSampler();
+    for (SparkrmSystem system : systems) system.stop();
   }
 
   private static void register(PluginContext ctx) {
