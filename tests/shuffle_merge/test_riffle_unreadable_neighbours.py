@@ -27,10 +27,17 @@ def test_unreadable_neighbours_fall_back_to_per_executor_merges(spark, vanilla_r
     tm = spark_plugin.telemetry(spark)
     records = run_and_check(spark, tm, vanilla_results, name)
     merges = records["merge"].to_pylist()
-    # The first workload meets the fault; from then on the host merges per executor.
+    # The first workload meets the fault; from then on the host merges per executor. A host merge whose
+    # inputs all happen to be its merger's own outputs reads no neighbour, so it may commit (which merges
+    # those are depends on which map tasks finish where and when): the fault is that every host merge that
+    # fails fails for this reason, at least one does, and none is issued after the driver heard of it.
     host_merges = [m for m in tm.records()["merge"].to_pylist() if m["scope"] == "host"]
-    assert host_merges and all(m["status"] == "failed" and "neighbours' directories unreadable" in m["reason"]
-                               for m in host_merges), [(m["status"], m["reason"]) for m in host_merges]
+    seen = [(m["status"], m["reason"]) for m in host_merges]
+    faulted = [m for m in host_merges if m["status"] == "failed"]
+    assert faulted and all("neighbours' directories unreadable" in m["reason"] for m in faulted), seen
+    assert all(m["status"] in ("failed", "committed") for m in host_merges), seen
+    heard = min(m["endTime"] for m in faulted)
+    assert all(m["issuedTime"] <= heard for m in host_merges), seen
     executor_merges = [m for m in merges if m["scope"] == "executor"]
     assert executor_merges and all(m["status"] == "committed" for m in executor_merges)
     reads = records["shuffle_read"].to_pylist()
