@@ -27,7 +27,7 @@ from spark_plugin.advisor import Run, load_run
 
 from . import cluster_of, jobs, median_run, round_order, slaq, where
 from .analysis import (ADVICE_HEADERS, advice_columns, advice_sentence, analyze, error_columns, error_headers,
-                       recorded_run, summarize, summary_sentence)
+                       recorded_run, refit_note, summarize, summary_sentence)
 
 THESIS = "USBA (thesis Table 3.1 workloads): 6-12% mean prediction error (Bayes, RF, SVM), 19% (NWeight)"
 
@@ -148,7 +148,7 @@ def write_report(json_path: Path) -> Path:
         "(job groups `q<N>-warmup`, left out)"
         + (f"; {rounds} rounds, the counts' order reversed every other round, a count's time the median over rounds."
            if rounds > 1 else "; one application per count, the counts in order.")
-        + (f" Measured at commit {conf['measured_at']}, fitted again here." if conf.get("measured_at") else ""),
+        + refit_note(conf),
         "",
         f"Median over queries: leave-one-out error {summary_sentence(s, 'holdout')}; predicting the largest count "
         f"from the smaller ones: {summary_sentence(s, 'extrapolation')}. "

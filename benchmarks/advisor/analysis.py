@@ -133,6 +133,11 @@ def advice_columns(d: dict) -> list:
             f"{d['fastest_measured']}{setting('fastest_measured')}"]
 
 
+def refit_note(conf: dict) -> str:
+    """`` Measured at commit X, fitted again here.`` for a report of recorded runs fitted again (``--analyze``)."""
+    return f" Measured at commit {conf['measured_at']}, fitted again here." if conf.get("measured_at") else ""
+
+
 def advice_sentence(s: dict, jobs: int, noun: str) -> str:
     """How often the advice is checked right here: among the measured counts, the fastest measured one."""
     cost = (f" (the advised run took at most 10% longer than the fastest for {s['advice_within_10pct']}; "

@@ -15,10 +15,13 @@ import json
 from pathlib import Path
 
 from benchmarks.common import markdown_table, report_header, write_markdown
-from spark_plugin.advisor import load_runs
+from spark_plugin.advisor import collect_runs_of
+from spark_plugin.advisor.runs import no_runs_message
+from spark_plugin.errors import SparkrmError
 
 from . import cluster_of, median_run, round_order, where
-from .analysis import ADVICE_HEADERS, advice_columns, advice_sentence, error_columns, error_headers, summary_sentence
+from .analysis import (ADVICE_HEADERS, advice_columns, advice_sentence, error_columns, error_headers, refit_note,
+                       summary_sentence)
 
 FACT_ROWS = 3_000_000
 CUSTOMERS = 100_000
@@ -33,8 +36,10 @@ def measure(args, folder: Path) -> dict:
             logs = folder / f"round-{r}-executors-{m}"
             logs.mkdir(parents=True)
             _application(args, m, logs, tables)
-            for job in RUNNERS:
-                rounds.setdefault(job, {}).setdefault(m, []).extend(load_runs([logs], job))
+            for job, found in collect_runs_of([logs], RUNNERS).items():  # the log is decoded once
+                if not found.runs:
+                    raise SparkrmError(no_runs_message(found, job))
+                rounds.setdefault(job, {}).setdefault(m, []).extend(found.runs)
     return {job: [median_run(m, rs) for m, rs in sorted(by_count.items())] for job, by_count in rounds.items()}
 
 
@@ -137,7 +142,7 @@ def write_report(json_path: Path) -> Path:
         f"{conf['repeat']} times (timed together, after a warm-up) at {counts} one-core executors ({where(conf)}), "
         f"{conf['rounds']} rounds, the counts' order reversed every other round; a count's time is the median over "
         "rounds. Runs read from the event logs Spark wrote with its defaults (rolling, zstd)."
-        + (f" Measured at commit {conf['measured_at']}, fitted again here." if conf.get("measured_at") else ""),
+        + refit_note(conf),
         "",
         f"**Held-out error** (median over jobs): {summary_sentence(s, 'holdout')}; extrapolated to the largest "
         f"count from the smaller: {summary_sentence(s, 'extrapolation')}. {advice_sentence(s, len(rows), 'jobs')}",

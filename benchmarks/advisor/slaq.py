@@ -26,7 +26,8 @@ from benchmarks.slaq.workload import KINDS, JobSpec, PinnedJob, datasets, genera
 from spark_plugin.advisor import load_run
 
 from . import cluster_of, median_run, round_order, where
-from .analysis import ADVICE_HEADERS, advice_columns, advice_sentence, error_columns, error_headers, summary_sentence
+from .analysis import (ADVICE_HEADERS, advice_columns, advice_sentence, error_columns, error_headers, refit_note,
+                       summary_sentence)
 
 SCALINGS = ("linear", "ipso")
 
@@ -120,7 +121,7 @@ def write_report(json_path: Path, thesis: str) -> Path:
         f"iterations per trainer, at {counts} one-core executors ({where(conf)}), "
         f"{conf.get('rounds', conf.get('repeat'))} rounds, the counts' order reversed every other round. "
         "A run is a trainer's iterations on every partition (median over rounds)."
-        + (f" Measured at commit {conf['measured_at']}, fitted again here." if conf.get("measured_at") else ""),
+        + refit_note(conf),
         "",
         f"**Advisor**: median leave-one-out error over the trainers {summary_sentence(s, 'holdout')}. "
         f"{advice_sentence(s, len(data['queries']), 'trainers')} Thesis: {thesis}.",

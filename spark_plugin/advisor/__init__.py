@@ -18,7 +18,7 @@ speedups.
 
 from .models import Ipso, Usba, Waves
 from .recommend import Advice, holdout_errors, recommend
-from .runs import Run, RunSet, collect_runs, load_run, load_runs
+from .runs import Run, RunSet, collect_runs, collect_runs_of, load_run, load_runs
 
-__all__ = ["Advice", "Ipso", "Run", "RunSet", "Usba", "Waves", "collect_runs", "holdout_errors", "load_run", "load_runs",
-           "recommend"]
+__all__ = ["Advice", "Ipso", "Run", "RunSet", "Usba", "Waves", "collect_runs", "collect_runs_of", "holdout_errors",
+           "load_run", "load_runs", "recommend"]

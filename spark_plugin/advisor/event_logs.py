@@ -135,7 +135,7 @@ def _close(logs: list[EventLog], broken, last: str | None) -> None:
             json.loads(last)
         except json.JSONDecodeError:
             broken = (None, last)
-    ended = any(e["Event"] == "SparkListenerApplicationEnd" for e in log.events[-1:])
+    ended = bool(log.events) and log.events[-1]["Event"] == "SparkListenerApplicationEnd"
     if log.completed and log.problem is None and not ended and (log.events or broken):
         log.truncated.append("no application end event: the log was cut short")
         broken = None

@@ -84,13 +84,21 @@ def predictor(name: str, runs: list[Run]):
 
 def holdout_errors(runs: list[Run], name: str) -> list[float]:
     """|predicted - measured| / measured of each run, predicted by ``name`` fitted on the other runs."""
-    return [abs(predicted - run.wall_s) / run.wall_s for run, predicted in _holdout_predictions(runs, name)]
+    return _relative_errors(_holdout_predictions(runs, name))
 
 
 def holdout_log_errors(runs: list[Run], name: str) -> list[float]:
     """ln(measured / predicted) of each run, predicted by ``name`` fitted on the other runs (the intervals'
     input: a log error treats a time twice the prediction and half of it alike)."""
-    return [math.log(run.wall_s / max(predicted, 1e-9)) for run, predicted in _holdout_predictions(runs, name)]
+    return _log_errors(_holdout_predictions(runs, name))
+
+
+def _relative_errors(held) -> list[float]:
+    return [abs(predicted - run.wall_s) / run.wall_s for run, predicted in held]
+
+
+def _log_errors(held) -> list[float]:
+    return [math.log(run.wall_s / max(predicted, 1e-9)) for run, predicted in held]
 
 
 def _holdout_predictions(runs: list[Run], name: str):
@@ -114,7 +122,8 @@ def recommend(runs: list[Run], *, target: str = "fastest", within: float = 0.10,
     if len({r.slots for r in runs}) < 2:
         raise ValueError("the advisor needs runs at two or more slot counts (executors x cores); got "
                          f"{sorted({r.slots for r in runs})}")
-    errors = _holdout_medians(runs)
+    held = _held_out(runs)
+    errors = _medians(held)
     partitionings = _has_partitionings(runs)
     top = max_slots or 2 * max(r.slots for r in runs)
     if partitionings:
@@ -135,7 +144,7 @@ def recommend(runs: list[Run], *, target: str = "fastest", within: float = 0.10,
     curve = {name: {m: f(m, shape) for (m, n), shape in shapes.items() if not partitionings or n == tasks}
              for name, f in fitted.items()}
     measured = sorted({r.slots for r in runs})
-    log_errors = holdout_log_errors(runs, chosen) if len(runs) >= 3 else []
+    log_errors = _log_errors(held[chosen]) if held[chosen] is not None else []
     intervals = {m: interval(t, log_errors, m, measured) for m, t in curve[chosen].items()}
     return Advice(slots=slots, executors=math.ceil(slots / cores_per_executor), predicted_s=grid[best],
                   target=target, model=chosen, scaling_type=kind, why=why, tasks=tasks, partitioning_from=source,
@@ -162,8 +171,17 @@ def chosen_model(runs: list[Run], errors: dict | None = None) -> str:
 
 def _holdout_medians(runs: list[Run]) -> dict:
     """Model name -> median leave-one-out error (``None`` with fewer than three runs)."""
-    return {name: statistics.median(holdout_errors(runs, name)) if len(runs) >= 3 else None
-            for name in models_for(runs)}
+    return _medians(_held_out(runs))
+
+
+def _held_out(runs: list[Run]) -> dict:
+    """Model name -> each run with its leave-one-out prediction (``None`` with fewer than three runs): the one
+    pass that both the models' errors and the chosen model's intervals are read from."""
+    return {name: list(_holdout_predictions(runs, name)) if len(runs) >= 3 else None for name in models_for(runs)}
+
+
+def _medians(held: dict) -> dict:
+    return {name: None if pairs is None else statistics.median(_relative_errors(pairs)) for name, pairs in held.items()}
 
 
 def _has_partitionings(runs: list[Run]) -> bool:

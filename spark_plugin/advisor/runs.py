@@ -64,6 +64,27 @@ def collect_runs(paths, job: str | None = None) -> RunSet:
     SparkrmError
         Naming the path, when one does not exist or is neither kind of file.
     """
+    return collect_runs_of(paths, [job])[job]
+
+
+def collect_runs_of(paths, jobs) -> dict:
+    """:func:`collect_runs` for each of ``jobs`` (job groups, ``None`` for whole applications), reading every
+    file once: ``{job: RunSet}``."""
+    unread, applications = _read(paths)
+    found = {job: RunSet([], list(unread), []) for job in jobs}
+    for source, facts, note in applications:
+        if isinstance(facts, str):
+            for runs in found.values():
+                runs.left_out.append((source, facts))
+            continue
+        for job, runs in found.items():
+            _add(runs, source, *facts, job, finished_note=note)
+    return found
+
+
+def _read(paths):
+    """``(left_out, applications)``: the files that are neither kind, with why, and for each application its
+    ``(source, (jobs, stages, slots) or why it is unusable, what was unfinished or None)``."""
     telemetry, event_logs, left_out = [], [], []
     for path in _expand(paths):
         kind = _kind(path)
@@ -73,18 +94,13 @@ def collect_runs(paths, job: str | None = None) -> RunSet:
             event_logs.append(path)
         else:
             left_out.append((str(path), kind))
-    found = RunSet([], left_out, [])
-    for path in telemetry:
-        _add(found, str(path), *_from_telemetry(path), job, finished_note=None)
+    applications = [(str(path), _from_telemetry(path), None) for path in telemetry]
     for log in read_event_logs(event_logs):
-        if log.problem:
-            found.left_out.append((log.path, log.problem))
-            continue
         unfinished = None if log.completed else "the application had not ended (still running, or killed)"
         if log.truncated:
             unfinished = f"its log breaks off: {'; '.join(log.truncated)}"
-        _add(found, log.path, *_from_events(log.events), job, finished_note=unfinished)
-    return found
+        applications.append((log.path, log.problem or _from_events(log.events), unfinished))
+    return left_out, applications
 
 
 def load_run(path: Path, job: str | None = None) -> Run:
