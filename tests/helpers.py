@@ -34,3 +34,15 @@ def executor_ids(spark) -> list[str]:
     """The ids of the application's registered executors, sorted."""
     ids = spark.sparkContext._jsc.sc().getExecutorIds().mkString(",")
     return sorted(ids.split(",")) if ids else []
+
+
+def python_refusal(conf: dict) -> str | None:
+    """The one line Python's key validator refuses ``conf`` with, or ``None``: what the JVM's must equal."""
+    from spark_plugin.errors import ConfigError
+    from spark_plugin.keys import KEYS
+
+    try:
+        KEYS.validate(conf)
+    except ConfigError as e:
+        return str(e)
+    return None

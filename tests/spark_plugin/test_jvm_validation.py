@@ -6,8 +6,8 @@ from pyspark.errors.exceptions.captured import CapturedException
 import spark_plugin
 from spark_plugin.config import Key
 from spark_plugin.errors import ConfigError
-from spark_plugin.keys import KEYS
 from spark_plugin.telemetry_reader import TelemetryUnavailable
+from tests.helpers import python_refusal
 
 pytestmark = pytest.mark.spark
 
@@ -27,12 +27,6 @@ def java_validation_error(jvm, conf: dict) -> str | None:
     return None
 
 
-def python_validation_error(conf: dict) -> str | None:
-    try:
-        KEYS.validate(conf)
-    except ConfigError as e:
-        return str(e)
-    return None
 
 
 @pytest.mark.parametrize("conf", [
@@ -54,7 +48,7 @@ def python_validation_error(conf: dict) -> str | None:
     {"spark.wrangler.enabled": "true"},
 ])
 def test_jvm_and_python_report_the_same_problems(jvm, conf):
-    assert java_validation_error(jvm, conf) == python_validation_error(conf)
+    assert java_validation_error(jvm, conf) == python_refusal(conf)
 
 
 @pytest.mark.parametrize("kind,spark_parser", [("size", "byteStringAsBytes"), ("duration", "timeStringAsMs")])

@@ -23,6 +23,7 @@ from spark_plugin import __main__ as cli
 from spark_plugin.activation import plugin_conf
 from spark_plugin.errors import ConfigError
 from spark_plugin.keys import KEYS
+from tests.helpers import python_refusal
 
 #: Fixed examples: the suite sees the same values every run (house rule 13).
 FUZZ = settings(max_examples=400, derandomize=True, deadline=None)
@@ -254,14 +255,6 @@ def java_refusal():
                 return str(e.java_exception.getMessage())
             return None
         yield refuse
-
-
-def python_refusal(conf: dict) -> str | None:
-    try:
-        KEYS.validate(conf)
-    except ConfigError as e:
-        return str(e)
-    return None
 
 
 #: Characters where Python and Java could part: what String.trim drops and str.strip keeps (and the
