@@ -6,10 +6,12 @@
 * :class:`StragglerPredictor`: a Platt-calibrated linear SVM per node with the
   multi-task f_{0,n,l} model for nodes with little data; :func:`evaluate`;
   :func:`choose_confidence` learns the threshold p on validation rows;
-* :func:`choose_holds`: the scheduling rule (flag when score > 0 and confidence > p,
-  never hold every executor);
-* :class:`Wrangler` / :func:`start`: the driver-side loop that applies the rule every
-  interval, holding executors (``spark.wrangler.mode=hold``) or logging hints.
+* :func:`to_json` (:mod:`.export`): a fitted predictor as the JSON model the driver JVM scores;
+* :class:`Wrangler` / :func:`start`: gives the driver JVM its model (given, from
+  ``spark.wrangler.model.path``, or trained online after the warm-up) and reads its decisions back.
+  The JVM alone decides (``dev.sparkrm.wrangler.JvmDecisions``): every interval it flags an executor
+  when its score > 0 and confidence > p, never holds every executor, holds silent ones, and holds
+  (``spark.wrangler.mode=hold``) or logs hints.
 
 ``python -m spark_plugin.wrangler train <telemetry.jsonl> --out model.joblib`` trains
 offline from recorded telemetry.
@@ -18,12 +20,12 @@ offline from recorded telemetry.
 from .dataset import Dataset, build_dataset
 from .labels import label_tasks
 from .loop import Wrangler, running, start
-from .metrics import choose_confidence, evaluate
+from .export import to_json
+from .metrics import choose_confidence, evaluate, is_flagged
 from .model import CalibratedSVM
 from .multitask import MultiTaskSVM
-from .policy import choose_holds, is_flagged
 from .predictor import StragglerPredictor
 from ._jvm import WranglerUnavailable
 
-__all__ = ["CalibratedSVM", "Dataset", "MultiTaskSVM", "StragglerPredictor", "build_dataset", "choose_confidence", "choose_holds",
-           "evaluate", "is_flagged", "label_tasks", "Wrangler", "WranglerUnavailable", "running", "start"]
+__all__ = ["CalibratedSVM", "Dataset", "MultiTaskSVM", "StragglerPredictor", "build_dataset", "choose_confidence",
+           "evaluate", "is_flagged", "label_tasks", "to_json", "Wrangler", "WranglerUnavailable", "running", "start"]

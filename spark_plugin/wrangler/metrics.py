@@ -10,7 +10,19 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 
 from .dataset import Dataset
-from .policy import is_flagged
+
+
+def is_flagged(score, confidence, p: float):
+    """Whether predictions flag their node, element-wise: ``score > 0 and confidence > p``.
+
+    For offline evaluation; at run time the driver JVM flags (``JvmDecisions.choose``).
+
+    Examples
+    --------
+    >>> is_flagged([0.1, 0.1, -0.1, 0.1], [0.71, 0.7, 0.99, 0.2], 0.7).tolist()
+    [True, False, False, False]
+    """
+    return np.logical_and(np.asarray(score) > 0, np.asarray(confidence) > p)
 
 
 def rates(y: np.ndarray, predicted: np.ndarray) -> dict:

@@ -4,6 +4,7 @@ A task finds the executor JVM it runs under among its ancestor processes, so "sl
 no mock: the task sleeps longer there.
 """
 
+import json
 import os
 import threading
 import time
@@ -55,10 +56,10 @@ def in_background(fn):
     return thread, out
 
 
-def held_ms(holds, executor_id: str, start: float, end: float) -> float:
-    """How long ``executor_id`` was held between ``start`` and ``end`` (epoch ms)."""
-    return sum(max(0.0, min(end, h["endTime"]) - max(start, h["startTime"]))
-               for h in holds if h["executorId"] == executor_id)
+def launches_inside(tasks, holds) -> list:
+    """``(taskId, launchTime)`` of every task launched on an executor while it was held: must be none."""
+    return [(t["taskId"], t["launchTime"]) for t in tasks for h in holds
+            if t["executorId"] == h["executorId"] and h["startTime"] < t["launchTime"] < h["endTime"]]
 
 
 def holds_only_session(master: str, **conf) -> dict:
@@ -67,3 +68,13 @@ def holds_only_session(master: str, **conf) -> dict:
                 conf={"spark.wrangler.interval": "200ms", "spark.wrangler.hold.maxDuration": "60s",
                       "spark.wrangler.train.warmup": "1h", "spark.sparkrm.telemetry.dir": "{session_dir}/telemetry",
                       "spark.wrangler.guard.enabled": "false", **conf})
+
+
+def flag_model(path: Path, *executors: str) -> Path:
+    """A JSON model that flags ``executors`` (confidence ~1, each by its own per-node model) and no other."""
+    never = {"weights": [0.0], "intercept": -1.0, "sigmoids": [[-10.0, 0.0]]}
+    path.write_text(json.dumps({
+        "format": "sparkrm-wrangler-model", "features": ["cpuIdlePct"], "scaler": {"scale": [0.01], "offset": [0.0]},
+        "shared": {**never, "nodes": {}, "workloads": {}},
+        "nodes": {ex: {**never, "intercept": 1.0} for ex in executors}}))
+    return path

@@ -1,11 +1,13 @@
-"""Wrangler on a real three-executor local-cluster: node samples, holds, the cap, the loop in both modes.
+"""Wrangler on a real three-executor local-cluster: node samples, holds, decisions in both modes.
 
 A hold's start and end are stamped inside the scheduler backend's lock, so "no task launched while
-held" is checked exactly: no task record of the held executor has ``start < launchTime < end``.
+held" is checked exactly: no task record of the held executor has ``start < launchTime < end``. How long
+holds last (expiry, cap, rest) is checked with a clock the test drives, in test_decisions.py.
 """
 
-import logging
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,7 +17,7 @@ from spark_plugin.wrangler import Wrangler, running
 from spark_plugin.wrangler._jvm import JvmHolds
 from tests.helpers import eventually
 
-from .jobs import in_background
+from .jobs import flag_model, in_background, launches_inside
 
 pytestmark = pytest.mark.spark
 
@@ -43,25 +45,13 @@ def holds(spark):
     return JvmHolds(spark)
 
 
-class FlagOne:
-    """A stand-in model that flags executor "1" with confidence 0.9 and no other (our model, not Spark)."""
-
-    features_ = ["cpuIdlePct"]
-
-    def predict(self, X, nodes, workloads):
-        flagged = np.array([n == "1" for n in nodes])
-        return np.where(flagged, 1.0, -1.0), np.where(flagged, 0.9, 0.1)
+FLAG_ONE = flag_model(Path(tempfile.mkdtemp(prefix="sparkrm-wrangler-")) / "flag-1.json", "1")
 
 
 def sleepy_job(spark, tasks=60, seconds=0.1):
     """``tasks`` tasks that each sleep; returns the sum of squares, which must be exact."""
     return spark.sparkContext.parallelize(range(tasks), tasks).map(
         lambda x: (time.sleep(seconds), x * x)[1]).sum()
-
-
-def launches_inside(tasks, hold_records):
-    return [(t["taskId"], t["launchTime"]) for t in tasks for h in hold_records
-            if t["executorId"] == h["executorId"] and h["startTime"] < t["launchTime"] < h["endTime"]]
 
 
 def test_session_starts_the_predictor_loop_without_a_model(spark):
@@ -77,9 +67,10 @@ def test_every_executor_sends_node_samples_every_interval(tm):
 
     nodes = eventually(enough)[0]
     assert sorted(nodes["executorId"].unique()) == ["0", "1", "2"]
-    cpu = nodes[["cpuUserPct", "cpuSystemPct", "cpuIowaitPct", "cpuStealPct", "cpuIdlePct"]].sum(axis=1)
+    # a sample over which no jiffy passed has no CPU shares (null), which a plain sum would count as 0
+    cpu = nodes[["cpuUserPct", "cpuSystemPct", "cpuIowaitPct", "cpuStealPct", "cpuIdlePct"]].sum(axis=1, min_count=1)
     assert np.allclose(cpu.dropna(), 100.0)
-    assert nodes["intervalMs"].median() >= 0.5 * INTERVAL_MS  # never faster than asked (slower on a busy machine)
+    assert (nodes["intervalMs"] > 0).all()
     assert (nodes["memAvailableBytes"] > 0).all() and (nodes["heapUsedBytes"] > 0).all()
     assert (nodes["jvmThreads"] > 10).all() and (nodes["procCpuPct"] >= 0).all() and (nodes["load1"] >= 0).all()
     assert (nodes["cgroupThrottledPct"].dropna() >= 0).all()
@@ -97,33 +88,11 @@ def test_no_task_launches_on_a_held_executor_and_every_task_completes(spark, tm,
     records = eventually(lambda: (lambda r: r if r["wrangler_hold"].num_rows else None)(tm.records(since=mark)))
     hold = records["wrangler_hold"].to_pylist()
     assert [(h["executorId"], h["endReason"]) for h in hold] == [("1", "expired")]  # its own 2 s, not the cap
-    assert hold[0]["durationMs"] >= 2000
     tasks = records["task"].to_pylist()
     assert len(tasks) == 60 and all(t["status"] == "SUCCESS" for t in tasks)
     assert launches_inside(tasks, hold) == []
     on_1 = [t["launchTime"] for t in tasks if t["executorId"] == "1"]
     assert any(t < hold[0]["startTime"] for t in on_1) or any(t > hold[0]["endTime"] for t in on_1)
-
-
-def test_a_hold_ends_at_the_cap_and_the_executor_then_rests_one_interval(tm, holds):
-    mark = tm.mark()
-    assert holds.hold("2", 60_000, 0.99) == "held"
-    assert holds.hold("2", 60_000, 0.99) == "renewed"
-    try:
-        # Ask again as soon as the cap ends: the rest lasts one interval (200 ms), which waiting for the hold's
-        # telemetry record can outlast on a loaded machine (clean-clone CI with three workers, 2026-11-26).
-        eventually(lambda: not any(h["executorId"] == "2" for h in holds.current()), timeout=CAP_MS / 1000 + 10,
-                   interval=0.01)
-        asked_at, answer = time.time() * 1000, holds.hold("2", 1000, 0.99)
-        hold = eventually(lambda: tm.records(since=mark)["wrangler_hold"].to_pylist())
-        assert [(h["executorId"], h["endReason"]) for h in hold[:1]] == [("2", "cap")]
-        assert hold[0]["durationMs"] >= CAP_MS
-        assert answer == "resting" or asked_at - hold[0]["endTime"] >= INTERVAL_MS, (answer, asked_at, hold[0])
-        if answer == "resting":
-            assert eventually(lambda: holds.hold("2", 1000, 0.99) == "held")  # once its interval of rest is over
-    finally:
-        holds.release("2")
-    assert not holds.release("2")
 
 
 def test_the_last_open_executor_is_never_held(holds):
@@ -137,7 +106,7 @@ def test_the_last_open_executor_is_never_held(holds):
 
 def test_the_loop_holds_a_flagged_executor_while_it_stays_flagged(spark, tm, holds):  # holds: session loop off
     mark = tm.mark()
-    loop = Wrangler(spark, predictor=FlagOne()).start()
+    loop = Wrangler(spark, predictor=FLAG_ONE).start()
     try:
         eventually(lambda: any(d["action"] == "held" for d in loop.decisions_))
         assert sleepy_job(spark) == sum(x * x for x in range(60))
@@ -149,21 +118,17 @@ def test_the_loop_holds_a_flagged_executor_while_it_stays_flagged(spark, tm, hol
     assert {d["executorId"] for d in loop.decisions_} == {"1"}
     tasks = records["task"].to_pylist()
     assert len(tasks) == 60 and launches_inside(tasks, hold) == []
-    # held from before the job until the loop stopped (renewed each tick), except capped stretches
-    assert sum(t["executorId"] == "1" for t in tasks) < 60 / 3
     assert all(h["endReason"] in ("cap", "released", "expired") for h in hold)
-    assert len(loop.predict_seconds_) >= 1
+    assert len(loop.predict_seconds_) >= 1 and loop.predictor_ is None  # a JSON model: nothing for Python
 
 
-def test_hint_mode_holds_nothing_and_logs_would_delay(spark, tm, caplog):
+def test_hint_mode_holds_nothing_and_records_what_it_would_delay(spark, tm):
     mark = tm.mark()
-    with caplog.at_level(logging.INFO, logger="spark_plugin.wrangler.loop"):
-        loop = Wrangler(spark, predictor=FlagOne(), mode="hint").start()
-        try:
-            eventually(lambda: len(loop.decisions_) >= 3)
-            assert sleepy_job(spark, tasks=12) == sum(x * x for x in range(12))
-        finally:
-            loop.stop()
-    assert {d["action"] for d in loop.decisions_} == {"hint"}
+    loop = Wrangler(spark, predictor=FLAG_ONE, mode="hint").start()
+    try:
+        eventually(lambda: len(loop.decisions_) >= 3)
+        assert sleepy_job(spark, tasks=12) == sum(x * x for x in range(12))
+    finally:
+        loop.stop()
+    assert {(d["executorId"], d["action"]) for d in loop.decisions_} == {("1", "hint")}
     assert tm.records(since=mark)["wrangler_hold"].num_rows == 0
-    assert "Wrangler would delay executor 1" in caplog.text

@@ -3,7 +3,8 @@
 Dynamic allocation removes an executor idle for ``executorIdleTimeout``, and a hold makes its executor
 idle; so an executor idle for half that timeout is released (``endReason`` ``idle``) and gets tasks
 again. Dynamic allocation sizes the application from pending plus running tasks, which a hold does not
-change: with as many tasks as executors, none is added while one is held.
+change: with as many tasks as executors, none is added while one is held. When the idle hold ends is
+checked with a clock the test drives (test_decisions.py); here, that Spark removed no executor.
 """
 
 import time
@@ -51,8 +52,7 @@ def test_a_held_idle_executor_is_released_before_it_times_out_and_no_executor_is
     records = tm.records(since=mark)
     hold = records["wrangler_hold"].to_pylist()
     assert [(h["executorId"], h["endReason"]) for h in hold] == [(executors[1], "idle")]
-    assert hold[0]["durationMs"] < IDLE_TIMEOUT_S * 1000
     events = [(e["executorId"], e["event"]) for e in records["executor"].to_pylist()]
-    assert not [e for e in events if e[1] in ("added", "removed")], events
+    assert not [e for e in events if e[1] in ("added", "removed")], events  # released before it timed out
     tasks = records["task"].to_pylist()
     assert any(t["executorId"] == executors[1] and t["launchTime"] >= hold[0]["endTime"] for t in tasks)

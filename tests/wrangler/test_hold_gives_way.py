@@ -49,7 +49,6 @@ def test_a_barrier_job_that_finds_too_few_slots_ends_every_hold_and_runs(spark, 
     assert sorted(rdd.collect()) == sorted(sum(range(i * 10, i * 10 + 10)) for i in range(3))
     hold = hold_records(tm, mark)
     assert [(h["executorId"], h["endReason"]) for h in hold] == [("1", "barrier")]
-    assert hold[0]["durationMs"] < 30_000  # ended by the first failed slot check, not the cap
     assert holds.hold("1", 1000, 0.9) == "held" and holds.release("1")  # nothing waits any more
 
 

@@ -1,39 +1,28 @@
-"""A JSON model scored in the driver JVM: the same scores and decisions as Python, and holds from --conf alone.
+"""A model exported to JSON and scored in the driver JVM: the scores Python computes, and holds from --conf alone.
 
-The session is started with ``spark.wrangler.model.path`` naming a JSON model and nothing else: no Python
-loop runs, the JVM scores the executors' samples and holds. The model here is written by hand (it flags
-executor 1 through its own per-node model), so what it does is known; executor 1 is really slow (its tasks
-sleep 4x longer), so the feedback guard lets the holds stand.
+The session is started with ``spark.wrangler.model.path`` naming a JSON model and nothing else: the JVM
+installs it, scores the executors' samples and holds; Python only reads the decisions back. The model here
+is written by hand (it flags executor 1 through its own per-node model), so what it does is known;
+executor 1 is really slow (its tasks sleep 4x longer), so the feedback guard has no reason to refute its holds.
 """
 
-import json
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import spark_plugin
-from spark_plugin.wrangler import StragglerPredictor, build_dataset, choose_holds, running
+from spark_plugin.wrangler import StragglerPredictor, build_dataset, is_flagged, running
+from spark_plugin.wrangler._jvm import JvmDecisions
 
-from .jobs import executor_pid, held_ms, in_background, steady_jobs
+from .jobs import executor_pid, flag_model, in_background, launches_inside, steady_jobs
 from .synthetic import telemetry
 
 pytestmark = pytest.mark.spark
 
-
-def flag_executor_1(path: Path) -> Path:
-    """A JSON model whose shared part flags nobody and whose model of executor 1 always flags it (confidence ~1)."""
-    never = {"weights": [0.0], "intercept": -1.0, "sigmoids": [[-10.0, 0.0]]}
-    path.write_text(json.dumps({
-        "format": "sparkrm-wrangler-model", "features": ["cpuIdlePct"], "scaler": {"scale": [0.01], "offset": [0.0]},
-        "shared": {**never, "nodes": {}, "workloads": {}}, "nodes": {"1": {**never, "intercept": 1.0}}}))
-    return path
-
-
 INTERVAL_MS, CAP_MS = 500, 3000
-MODEL = flag_executor_1(Path(tempfile.mkdtemp(prefix="sparkrm-wrangler-")) / "flag-1.json")
+MODEL = flag_model(Path(tempfile.mkdtemp(prefix="sparkrm-wrangler-")) / "flag-1.json", "1")
 SPARK_SESSION = dict(
     master="local-cluster[3,1,1024]",
     features=["wrangler"],
@@ -50,7 +39,7 @@ def java_doubles(gateway, values):
     return array
 
 
-def test_the_jvm_scores_a_trained_model_as_python_does_and_decides_the_same(spark, tmp_path):
+def test_the_jvm_scores_a_trained_model_as_python_does_and_flags_by_the_rule(spark, tmp_path):
     tasks, nodes = telemetry(seed=3, seconds=400)
     data = build_dataset(tasks, nodes, max_age_ms=2000)
     predictor = StragglerPredictor(min_node_tasks=50).fit(data)
@@ -76,20 +65,22 @@ def test_the_jvm_scores_a_trained_model_as_python_does_and_decides_the_same(spar
             java_map = gateway.jvm.java.util.HashMap()
             for ex, (s, c) in batch.items():
                 java_map.put(ex, java_doubles(gateway, [s, c]))
-            assert list(choose(java_map, p, 4)) == choose_holds(batch, p, set(batch))
+            flagged = sorted((ex for ex, (s, c) in batch.items() if is_flagged(s, c, p)), key=lambda ex: -batch[ex][1])
+            assert sorted(choose(java_map, p, 4)) == sorted(flagged[:3])
 
 
 def test_spark_submit_conf_alone_holds_the_slow_executor(spark):
-    assert running(spark) is None  # no Python loop: the JVM decides
+    assert JvmDecisions(spark).has_model() and running(spark).predictor_ is None  # the JVM installed it itself
     tm = spark_plugin.telemetry(spark)
-    mark, start = tm.mark(), time.time() * 1000
-    job, out = in_background(lambda: steady_jobs(spark, 12, slow_pid=executor_pid(spark, "1")))
+    mark = tm.mark()
+    job, out = in_background(lambda: steady_jobs(spark, 8, slow_pid=executor_pid(spark, "1")))
     job.join()
-    end = time.time() * 1000
     assert out["value"] and set(out["value"]) == {sum(x * x for x in range(30))}
-    holds = tm.records(since=mark)["wrangler_hold"].to_pylist()
+    records = tm.records(since=mark)
+    holds = records["wrangler_hold"].to_pylist()
     assert holds and {h["executorId"] for h in holds} == {"1"}
-    assert held_ms(holds, "1", start, end) > 0.3 * (end - start)
+    assert {(d["executorId"], d["why"]) for d in running(spark).decisions_} == {("1", "model")}
+    assert launches_inside(records["task"].to_pylist(), holds) == []
 
 
 def test_an_unreadable_model_is_refused_naming_the_key_and_the_fix(spark, tmp_path):

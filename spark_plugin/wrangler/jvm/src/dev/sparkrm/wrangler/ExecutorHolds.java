@@ -1,6 +1,5 @@
 package dev.sparkrm.wrangler;
 
-import dev.sparkrm.compat.SparkCompat;
 import dev.sparkrm.rpc.MessageRouter;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -12,6 +11,8 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiConsumer;
 import java.util.function.Consumer;
+import java.util.function.LongSupplier;
+import org.apache.spark.SparkContext;
 import org.apache.spark.scheduler.SchedulerBackend;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.apache.spark.scheduler.cluster.CoarseGrainedSchedulerBackend;
@@ -19,20 +20,22 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Holds back task offers from chosen executors: the mechanism behind Wrangler's "delay" (its policy
- * lives in Python and calls {@link #hold} through py4j).
+ * Holds back task offers from chosen executors: the mechanism behind Wrangler's "delay" ({@link JvmDecisions}
+ * decides and calls {@link #hold}; tests and tools may call it through py4j).
  *
  * <p>Holding an executor puts its id into the scheduler backend's pending-loss-reason set under the
  * backend's monitor, so every offer round skips it: its running tasks finish, pending tasks run on
  * other executors, nothing is killed or duplicated. Releasing removes only ids this class added and
  * revives offers at once. Every hold is capped at {@code maxHoldMs} of continuous holding, after which
  * the executor rests (cannot be held) for {@code restMs}; at least one active executor always stays
- * unheld; a daemon ticker expires holds (an exception in one tick is logged, the next tick runs). No hold
+ * unheld; a daemon ticker expires holds (an exception in one tick is logged, the next tick runs). Every time
+ * read comes from the injected clock, so a test drives expiry, cap, rest and the guard by calling {@link #tick}
+ * at the times it chooses, over a plain {@link Offers}. No hold
  * stands where Spark needs the executor ({@link HoldSafety}: a barrier job waiting for slots, a
  * decommission, dynamic allocation's idle timeout). With a {@link FeedbackGuard}, a hold whose executor's
  * running tasks turn out no slower than the others' ends as soon as they do, and the executor is not held
- * again for a back-off, whatever the model says. All hold state is guarded by the backend's monitor, the only
- * lock taken, so the lock order Spark uses (task scheduler, then backend) is never reversed. Start and
+ * again for a back-off, whatever the model says. All hold state is guarded by the backend's monitor
+ * ({@link Offers#lock}), the only lock taken, so the lock order Spark uses (task scheduler, then backend) is never reversed. Start and
  * end times are stamped inside that lock, so a task launched in an offer round never falls inside a
  * recorded hold.
  */
@@ -75,34 +78,47 @@ public final class ExecutorHolds {
   private final HoldSafety safety;
   private final Consumer<Hold> ended;
   private final BiConsumer<FeedbackGuard.Verdict, Long> refuted;
+  private final LongSupplier clock;
   private long tickFailures;
   private final Map<String, Hold> holds = new HashMap<>();
   private final Map<String, Long> restUntil = new HashMap<>();
   /** Set by every finished task, cleared by the tick that judges the holds again (peers may have formed). */
   private volatile boolean tasksEnded;
-  private final ScheduledExecutorService ticker;
-  private volatile CoarseGrainedSchedulerBackend backend;
+  private ScheduledExecutorService ticker;
+  private volatile Offers backend;
 
   /**
    * @param guard checks holds against the executors' recent task times; {@code null} for none
    * @param safety what Spark needs that a hold would deny
    * @param ended called (outside any lock) with every hold that ended, for its telemetry record
    * @param refuted called with each verdict that stopped holds of an executor, and the back-off in ms
+   * @param clock epoch milliseconds: every start, expiry, cap, rest and guard judgement reads it
    */
   ExecutorHolds(long maxHoldMs, long restMs, FeedbackGuard guard, HoldSafety safety, Consumer<Hold> ended,
-      BiConsumer<FeedbackGuard.Verdict, Long> refuted) {
+      BiConsumer<FeedbackGuard.Verdict, Long> refuted, LongSupplier clock) {
     this.maxHoldMs = maxHoldMs;
     this.restMs = restMs;
     this.guard = guard;
     this.safety = safety;
     this.ended = ended;
     this.refuted = refuted;
-    this.ticker = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "wrangler-holds");
+    this.clock = clock;
+  }
+
+  /** Starts the daemon ticker that calls {@link #tick} every {@value #TICK_MS} ms. */
+  synchronized void startTicking() {
+    if (ticker == null) ticker = ticker("wrangler-holds", this::tick, TICK_MS);
+  }
+
+  /** A daemon thread named {@code name} that runs {@code tick} every {@code periodMs}, first after one period. */
+  static ScheduledExecutorService ticker(String name, Runnable tick, long periodMs) {
+    ScheduledExecutorService ticker = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, name);
       t.setDaemon(true);
       return t;
     });
-    ticker.scheduleWithFixedDelay(this::tick, TICK_MS, TICK_MS, TimeUnit.MILLISECONDS);
+    ticker.scheduleWithFixedDelay(tick, periodMs, periodMs, TimeUnit.MILLISECONDS);
+    return ticker;
   }
 
   /** The running application's holds, or {@code null} when Wrangler is off. */
@@ -118,9 +134,10 @@ public final class ExecutorHolds {
    * Binds to the scheduler backend, which exists only once SparkContext has created it (the driver
    * plugin calls this from {@code registerMetrics}). Other backends ({@code local[N]}) cannot hold.
    */
-  void bind(SchedulerBackend schedulerBackend) {
+  void bind(SparkContext sc) {
+    SchedulerBackend schedulerBackend = sc.schedulerBackend();
     if (schedulerBackend instanceof CoarseGrainedSchedulerBackend) {
-      backend = (CoarseGrainedSchedulerBackend) schedulerBackend;
+      backend = Offers.of(sc, (CoarseGrainedSchedulerBackend) schedulerBackend);
       LOG.info("Wrangler holds bound to {}: cap {} ms, rest {} ms", schedulerBackend.getClass().getSimpleName(),
           maxHoldMs, restMs);
     } else {
@@ -128,6 +145,11 @@ public final class ExecutorHolds {
           + "every hold request is refused, so only hints are logged", schedulerBackend == null ? "no backend"
           : schedulerBackend.getClass().getName());
     }
+  }
+
+  /** Binds to {@code offers} (the tests' plain scheduler). */
+  void bind(Offers offers) {
+    backend = offers;
   }
 
   /**
@@ -151,7 +173,12 @@ public final class ExecutorHolds {
   void taskEnded(SparkListenerTaskEnd e) {
     if (guard == null) return;
     guard.taskEnded(e);
-    unconfirmed(e.taskInfo().executorId(), System.currentTimeMillis());
+    judgeAfterTask(e.taskInfo().executorId());
+  }
+
+  /** After the guard took a finished task of {@code executorId}: ends its hold if refuted, and judges the others next tick. */
+  void judgeAfterTask(String executorId) {
+    unconfirmed(executorId, clock.getAsLong());
     tasksEnded = true;
   }
 
@@ -167,16 +194,16 @@ public final class ExecutorHolds {
 
   /** Places or renews a hold; a {@code judged} new hold is checked by the guard, if there is one. */
   private String place(String executorId, long durationMs, double confidence, boolean judged) {
-    CoarseGrainedSchedulerBackend be = backend;
+    Offers be = backend;
     if (be == null) return "unbound";
-    String objection = safety.objection(executorId, be, System.currentTimeMillis());
+    String objection = safety.objection(executorId, be, clock.getAsLong());
     if (objection != null) {
       end(executorId, objection);
       return objection;
     }
     Hold h;
-    synchronized (be) {
-      long now = System.currentTimeMillis();
+    synchronized (be.lock()) {
+      long now = clock.getAsLong();
       h = holds.get(executorId);
       if (h != null) {
         h.expiryTime = Math.min(h.capTime, now + durationMs);
@@ -184,10 +211,10 @@ public final class ExecutorHolds {
         return "renewed";
       }
       if (restUntil.getOrDefault(executorId, 0L) > now) return "resting";
-      if (!be.isExecutorActive(executorId)) return "inactive";
+      if (!be.isActive(executorId)) return "inactive";
       if (activeUnheld(be) < 2) return "last-active";
-      SparkCompat.pendingLossReasons(be).add(executorId);
-      long start = System.currentTimeMillis();
+      be.withhold(executorId, true);
+      long start = clock.getAsLong();
       long witnessesFrom = !judged ? NO_WITNESS : safety.busy(executorId) ? start : Long.MIN_VALUE;
       h = new Hold(executorId, start, start + maxHoldMs, start + Math.min(durationMs, maxHoldMs), confidence,
           witnessesFrom);
@@ -212,10 +239,10 @@ public final class ExecutorHolds {
    */
   public boolean decommissioning(String executorId) {
     end(executorId, "decommission");
-    CoarseGrainedSchedulerBackend be = backend;
+    Offers be = backend;
     if (be == null) return false;
-    synchronized (be) {
-      return SparkCompat.decommissioning(be, executorId);
+    synchronized (be.lock()) {
+      return be.decommissioning(executorId);
     }
   }
 
@@ -227,9 +254,9 @@ public final class ExecutorHolds {
   /** JSON list of the current holds: executorId, startTime, expiryTime, capTime, confidence. */
   public String holdsJson() {
     List<Map<String, Object>> out = new ArrayList<>();
-    CoarseGrainedSchedulerBackend be = backend;
+    Offers be = backend;
     if (be == null) return "[]";
-    synchronized (be) {
+    synchronized (be.lock()) {
       for (Hold h : holds.values()) {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("executorId", h.executorId);
@@ -245,11 +272,13 @@ public final class ExecutorHolds {
 
   /** Releases every hold and stops the ticker; safe to call twice. */
   void stop() {
-    ticker.shutdownNow();
-    CoarseGrainedSchedulerBackend be = backend;
+    synchronized (this) {
+      if (ticker != null) ticker.shutdownNow();
+    }
+    Offers be = backend;
     if (be == null) return;
     List<String> ids;
-    synchronized (be) {
+    synchronized (be.lock()) {
       ids = new ArrayList<>(holds.keySet());
     }
     for (String id : ids) end(id, "stopped");
@@ -259,7 +288,7 @@ public final class ExecutorHolds {
   /** The guard's objection to holding {@code executorId} now, or {@code null} (taken outside the backend's lock). */
   private String guardRefusal(String executorId) {
     if (guard == null) return null;
-    long now = System.currentTimeMillis();
+    long now = clock.getAsLong();
     if (guard.distrustedUntil(executorId) > now) return "distrusted";
     return unconfirmed(executorId, now);
   }
@@ -269,17 +298,17 @@ public final class ExecutorHolds {
    * (a hold a verdict let stand is marked, so that its end clears the guard's count of refutations).
    */
   private String unconfirmed(String executorId, long now) {
-    CoarseGrainedSchedulerBackend be = backend;
+    Offers be = backend;
     if (be == null) return null;
     Hold hold;
-    synchronized (be) {
+    synchronized (be.lock()) {
       hold = holds.get(executorId);
     }
     if (hold == null || hold.witnessesFrom == NO_WITNESS) return null;
     FeedbackGuard.Verdict verdict = guard.verdict(executorId, hold.witnessesFrom, now);
     if (!verdict.refuted()) {
       if (verdict.judged()) {
-        synchronized (be) {
+        synchronized (be.lock()) {
           hold.stood = true;
         }
       }
@@ -290,9 +319,10 @@ public final class ExecutorHolds {
     return "unconfirmed";
   }
 
-  private void tick() {
+  /** Expires due holds and ends those Spark needs or the guard refutes, at the clock's now. */
+  void tick() {
     try {
-      expire();
+      expire(clock.getAsLong());
     } catch (RuntimeException e) {
       if (tickFailures++ % 100 == 0) {
         LOG.warn("Wrangler's hold ticker failed ({} so far); holds keep expiring on the next tick", tickFailures, e);
@@ -300,13 +330,12 @@ public final class ExecutorHolds {
     }
   }
 
-  private void expire() {
-    CoarseGrainedSchedulerBackend be = backend;
+  private void expire(long now) {
+    Offers be = backend;
     if (be == null) return;
     List<String> due = new ArrayList<>();
     List<String> held = new ArrayList<>();
-    long now = System.currentTimeMillis();
-    synchronized (be) {
+    synchronized (be.lock()) {
       for (Hold h : holds.values()) {
         (h.expiryTime <= now ? due : held).add(h.executorId);
       }
@@ -326,14 +355,14 @@ public final class ExecutorHolds {
 
   /** Ends a hold; a {@code null} reason means it ran out: {@code cap} or {@code expired}. */
   private boolean end(String executorId, String reason) {
-    CoarseGrainedSchedulerBackend be = backend;
+    Offers be = backend;
     if (be == null) return false;
     Hold h;
-    synchronized (be) {
+    synchronized (be.lock()) {
       h = holds.remove(executorId);
       if (h == null) return false;
-      SparkCompat.pendingLossReasons(be).remove(executorId);
-      h.endTime = System.currentTimeMillis();
+      be.withhold(executorId, false);
+      h.endTime = clock.getAsLong();
       h.endReason = reason != null ? reason : h.expiryTime >= h.capTime ? "cap" : "expired";
       if (h.endReason.equals("cap")) restUntil.put(executorId, h.endTime + restMs);
     }
@@ -353,11 +382,10 @@ public final class ExecutorHolds {
     return true;
   }
 
-  private static int activeUnheld(CoarseGrainedSchedulerBackend be) {
+  private static int activeUnheld(Offers be) {
     int n = 0;
-    scala.collection.Iterator<String> it = be.getExecutorIds().iterator();
-    while (it.hasNext()) {
-      if (be.isExecutorActive(it.next())) n++;
+    for (String id : be.executorIds()) {
+      if (be.isActive(id)) n++;
     }
     return n;
   }

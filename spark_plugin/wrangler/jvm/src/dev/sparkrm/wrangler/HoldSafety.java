@@ -1,10 +1,8 @@
 package dev.sparkrm.wrangler;
 
-import dev.sparkrm.compat.SparkCompat;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.SparkContext;
-import org.apache.spark.scheduler.cluster.CoarseGrainedSchedulerBackend;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -32,17 +30,21 @@ import org.slf4j.LoggerFactory;
 final class HoldSafety {
   private static final Logger LOG = LoggerFactory.getLogger(HoldSafety.class);
 
-  private final SparkContext sc;
   /** Idle time after which a held executor is given back; {@code Long.MAX_VALUE} without dynamic allocation. */
   private final long idleLimitMs;
   private final Map<String, Integer> runningTasks = new ConcurrentHashMap<>();
   private final Map<String, Long> idleSince = new ConcurrentHashMap<>();
 
-  HoldSafety(SparkContext sc) {
-    this.sc = sc;
+  /** @param idleLimitMs idle time after which a held executor is given back ({@code Long.MAX_VALUE}: never) */
+  HoldSafety(long idleLimitMs) {
+    this.idleLimitMs = idleLimitMs;
+  }
+
+  /** Half of dynamic allocation's {@code executorIdleTimeout} when it is on, else no idle limit. */
+  static HoldSafety of(SparkContext sc) {
     boolean dynamic = sc.conf().getBoolean("spark.dynamicAllocation.enabled", false);
-    this.idleLimitMs = dynamic
-        ? sc.conf().getTimeAsMs("spark.dynamicAllocation.executorIdleTimeout", "60s") / 2 : Long.MAX_VALUE;
+    return new HoldSafety(dynamic
+        ? sc.conf().getTimeAsMs("spark.dynamicAllocation.executorIdleTimeout", "60s") / 2 : Long.MAX_VALUE);
   }
 
   void executorAdded(String executorId, long time) {
@@ -72,9 +74,9 @@ final class HoldSafety {
   }
 
   /** Why {@code executorId} must not be held now: {@code barrier}, {@code decommission}, {@code idle}, or null. */
-  String objection(String executorId, CoarseGrainedSchedulerBackend backend, long now) {
-    if (SparkCompat.barrierJobsWaitingForSlots(sc)) return "barrier";
-    if (SparkCompat.parkedDecommission(backend, executorId)) return "decommission";
+  String objection(String executorId, Offers offers, long now) {
+    if (offers.barrierWaiting()) return "barrier";
+    if (offers.parkedDecommission(executorId)) return "decommission";
     if (idleLimitMs != Long.MAX_VALUE && !runningTasks.containsKey(executorId)
         && now - idleSince.computeIfAbsent(executorId, id -> now) >= idleLimitMs) {
       return "idle";
@@ -86,10 +88,10 @@ final class HoldSafety {
    * What follows the end of a hold for {@code reason}: for {@code decommission}, the request Spark parked
    * is re-issued or, when none was parked (the executor asked itself, on a signal), one is made.
    */
-  void afterEnd(String executorId, String reason, CoarseGrainedSchedulerBackend backend) {
+  void afterEnd(String executorId, String reason, Offers offers) {
     if (!"decommission".equals(reason)) return;
-    boolean done = SparkCompat.reissueParkedDecommission(backend, executorId)
-        || SparkCompat.decommission(backend, executorId, "Executor " + executorId + " is decommissioned.");
+    boolean done = offers.reissueParkedDecommission(executorId)
+        || offers.decommission(executorId, "Executor " + executorId + " is decommissioned.");
     LOG.info("Wrangler released executor {} to be decommissioned, as asked while it was held ({})", executorId,
         done ? "decommissioning" : "Spark declined");
   }

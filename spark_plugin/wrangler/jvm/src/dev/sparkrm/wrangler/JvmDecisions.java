@@ -1,60 +1,84 @@
 package dev.sparkrm.wrangler;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.sparkrm.rpc.MessageRouter;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Wrangler's decisions in the driver JVM, for a model given as JSON in {@code spark.wrangler.model.path}:
- * what the Python loop ({@code spark_plugin/wrangler/loop.py}) does, without a Python driver.
+ * Wrangler's decisions, made here in the driver JVM and nowhere else. Python trains a model (offline, or
+ * online after the warm-up), exports it as JSON and {@link #install}s it; {@code spark.wrangler.model.path}
+ * naming a JSON model installs it at start-up, so {@code spark-submit --conf} alone holds. Until a model is
+ * installed only silent executors are held.
  *
- * <p>Every interval: each executor's newest node sample is scored if it is fresh (at most two intervals
- * old); an executor whose newest sample is three intervals (at least 3 s) older than the newest sample of
- * any executor is silent and counts as flagged with confidence 1 (measured against the other executors,
- * so a late feed or a paused driver silences no one). {@link #choose} then applies the scheduling rule of
- * {@code spark_plugin.wrangler.policy.choose_holds}; the chosen executors are held for two intervals
- * (renewed while chosen; the {@link FeedbackGuard} and the cap have the last word in
- * {@link ExecutorHolds}) or, in hint mode, logged. Executors this loop held and no longer chooses are
- * released at once.
+ * <p>Every interval (a tick at the injected clock's now): each executor's newest node sample is scored if it
+ * is fresh (at most two intervals old); an executor whose newest sample is three intervals (at least 3 s)
+ * older than the newest sample of any executor is silent and counts as flagged with confidence 1 (measured
+ * against the other executors, so a late feed or a paused driver silences no one). {@link #choose} then
+ * applies the scheduling rule; the chosen executors are held for two intervals (renewed while chosen; the
+ * {@link FeedbackGuard} and the cap have the last word in {@link ExecutorHolds}) or, in hint mode, logged.
+ * Executors this class held and no longer chooses are released at once. Each choice is kept as a decision
+ * ({@link #decisionsJson}), which Python reads back.
  */
 public final class JvmDecisions {
   private static final Logger LOG = LoggerFactory.getLogger(JvmDecisions.class);
   static final int SILENT_INTERVALS = 3;
   static final long SILENT_MIN_MS = 3000;
+  /** Decisions and scoring times kept for Python to read; older ones are dropped first. */
+  static final int KEPT = 100_000;
+  private static volatile JvmDecisions active;
 
-  private final WranglerModel model;
   private final ExecutorHolds holds;
   private final long intervalMs;
-  private final double p;
-  private final boolean hint;
-  private final String workload;
+  private final LongSupplier clock;
+  private volatile WranglerModel model;
+  private volatile double p;
+  private volatile boolean hint;
+  private volatile String workload;
+  private volatile boolean paused;
   private final Map<String, JsonNode> latest = new ConcurrentHashMap<>();
   private final Set<String> held = new HashSet<>();
-  private final ScheduledExecutorService ticker;
+  private final ArrayDeque<Map<String, Object>> decisions = new ArrayDeque<>();
+  private final ArrayDeque<Double> predictSeconds = new ArrayDeque<>();
+  private long seq;
+  private long ticks;
   private long tickFailures;
+  private ScheduledExecutorService ticker;
 
-  JvmDecisions(WranglerModel model, ExecutorHolds holds, long intervalMs, double p, boolean hint, String workload) {
+  /**
+   * @param model the model to score with, or {@code null} until one is installed
+   * @param clock epoch milliseconds: the time each tick decides at
+   */
+  JvmDecisions(WranglerModel model, ExecutorHolds holds, long intervalMs, double p, boolean hint, String workload,
+      LongSupplier clock) {
     this.model = model;
     this.holds = holds;
     this.intervalMs = intervalMs;
     this.p = p;
     this.hint = hint;
     this.workload = workload;
-    this.ticker = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "wrangler-decisions");
-      t.setDaemon(true);
-      return t;
-    });
+    this.clock = clock;
+  }
+
+  /** The running application's decisions, or {@code null} when Wrangler is off. */
+  public static JvmDecisions active() {
+    return active;
+  }
+
+  static void activate(JvmDecisions decisions) {
+    active = decisions;
   }
 
   /** Keeps an executor's newest node sample (from the RPC handler). */
@@ -66,12 +90,75 @@ public final class JvmDecisions {
     latest.remove(executorId);
   }
 
-  void start() {
-    ticker.scheduleWithFixedDelay(this::tick, intervalMs, intervalMs, TimeUnit.MILLISECONDS);
+  /** Starts the daemon ticker that decides every interval. */
+  synchronized void startTicking() {
+    if (ticker == null) ticker = ExecutorHolds.ticker("wrangler-decisions", this::tick, intervalMs);
   }
 
-  void stop() {
-    ticker.shutdownNow();
+  synchronized void stop() {
+    if (ticker != null) ticker.shutdownNow();
+    if (active == this) active = null;
+  }
+
+  /**
+   * Replaces the model with the JSON model at {@code path} (checked against the schema first).
+   *
+   * @throws dev.sparkrm.conf.SparkrmConfigException naming the file, the field and the fix
+   */
+  public void install(String path) {
+    model = WranglerModel.load(path);
+    LOG.info("Wrangler decides with the model {} ({} counters)", path, model.features().length);
+  }
+
+  public boolean hasModel() {
+    return model != null;
+  }
+
+  /** Overrides mode and threshold of the configuration, and the workload scored; releases this class's holds. */
+  public synchronized void configure(boolean hint, double p, String workload) {
+    this.hint = hint;
+    this.p = p;
+    this.workload = workload;
+    releaseAll();
+  }
+
+  /** Stops deciding and releases this class's holds, until {@link #resume}. */
+  public synchronized void pause() {
+    paused = true;
+    releaseAll();
+  }
+
+  public synchronized void resume() {
+    paused = false;
+  }
+
+  /** Ticks decided so far. */
+  public synchronized long ticks() {
+    return ticks;
+  }
+
+  /**
+   * The decisions after sequence number {@code after}, oldest first, as a JSON list: {@code seq}, {@code time},
+   * {@code executorId}, {@code score} (null for a silent executor), {@code confidence}, {@code why}
+   * ({@code model} or {@code silent}) and {@code action} ({@code held}, {@code renewed}, a refusal of
+   * {@link ExecutorHolds#hold}, or {@code hint}).
+   */
+  public synchronized String decisionsJson(long after) {
+    List<Map<String, Object>> out = new ArrayList<>();
+    for (Map<String, Object> d : decisions) {
+      if ((long) d.get("seq") > after) out.add(d);
+    }
+    return MessageRouter.toJson(out);
+  }
+
+  /** Sequence number of the newest decision (0 before any). */
+  public synchronized long lastDecision() {
+    return seq;
+  }
+
+  /** Seconds each tick spent scoring fresh samples with the model, oldest first, as a JSON list. */
+  public synchronized String predictSecondsJson() {
+    return MessageRouter.toJson(new ArrayList<>(predictSeconds));
   }
 
   /**
@@ -91,37 +178,58 @@ public final class JvmDecisions {
 
   private void tick() {
     try {
-      decide(System.currentTimeMillis());
+      decide(clock.getAsLong());
     } catch (RuntimeException e) {
       if (tickFailures++ % 100 == 0) LOG.warn("Wrangler's decision tick failed ({} so far)", tickFailures, e);
     }
   }
 
-  private void decide(long now) {
+  /** One tick at {@code now}: score, choose, hold or hint, release. */
+  synchronized void decide(long now) {
+    if (paused) return;
+    ticks++;
     long silentMs = Math.max(SILENT_INTERVALS * intervalMs, SILENT_MIN_MS);
-    Map<String, double[]> predictions = new ConcurrentHashMap<>();
+    Map<String, double[]> predictions = new HashMap<>();
     Set<String> silent = new HashSet<>();
-    long newest = latest.values().stream().mapToLong(s -> s.path("time").asLong()).max().orElse(now);
-    latest.forEach((id, sample) -> {
-      long time = sample.path("time").asLong();
+    Map<String, JsonNode> live = new HashMap<>(latest);
+    long newest = live.values().stream().mapToLong(s -> s.path("time").asLong()).max().orElse(now);
+    WranglerModel m = model;
+    long started = System.nanoTime();
+    boolean scored = false;
+    for (Map.Entry<String, JsonNode> e : live.entrySet()) {
+      long time = e.getValue().path("time").asLong();
       if (newest - time > silentMs) {
-        silent.add(id);
-        predictions.put(id, new double[] {Double.POSITIVE_INFINITY, 1.0});
-      } else if (now - time <= 2 * intervalMs) {
-        predictions.put(id, model.predict(sample, id, workload));
+        silent.add(e.getKey());
+        predictions.put(e.getKey(), new double[] {Double.POSITIVE_INFINITY, 1.0});
+      } else if (m != null && now - time <= 2 * intervalMs) {
+        predictions.put(e.getKey(), m.predict(e.getValue(), e.getKey(), workload));
+        scored = true;
       }
-    });
-    List<String> chosen = choose(predictions, p, latest.size());
+    }
+    if (scored) keep(predictSeconds, (System.nanoTime() - started) / 1e9);
+    List<String> chosen = choose(predictions, p, live.size());
     for (String id : chosen) {
-      double confidence = predictions.get(id)[1];
+      double[] prediction = predictions.get(id);
+      String why = silent.contains(id) ? "silent" : "model";
+      String action;
       if (hint) {
-        LOG.info("Wrangler would delay executor {} ({}: confidence {} > p {})", id,
-            silent.contains(id) ? "silent" : "model", confidence, p);
-        continue;
+        action = "hint";
+        LOG.info("Wrangler would delay executor {} ({}: score {}, confidence {} > p {})", id, why, prediction[0],
+            prediction[1], p);
+      } else {
+        action = silent.contains(id) ? holds.holdSilent(id, 2 * intervalMs) : holds.hold(id, 2 * intervalMs, prediction[1]);
+        if (action.equals("held") || action.equals("renewed")) held.add(id);
+        else held.remove(id);
       }
-      String action = silent.contains(id) ? holds.holdSilent(id, 2 * intervalMs) : holds.hold(id, 2 * intervalMs, confidence);
-      if (action.equals("held") || action.equals("renewed")) held.add(id);
-      else held.remove(id);
+      Map<String, Object> d = new LinkedHashMap<>();
+      d.put("seq", ++seq);
+      d.put("time", now);
+      d.put("executorId", id);
+      d.put("score", Double.isInfinite(prediction[0]) ? null : prediction[0]);
+      d.put("confidence", prediction[1]);
+      d.put("why", why);
+      d.put("action", action);
+      keep(decisions, d);
     }
     for (String id : new ArrayList<>(held)) {
       if (!chosen.contains(id)) {
@@ -129,5 +237,15 @@ public final class JvmDecisions {
         held.remove(id);
       }
     }
+  }
+
+  private void releaseAll() {
+    for (String id : held) holds.release(id);
+    held.clear();
+  }
+
+  private static <T> void keep(ArrayDeque<T> kept, T value) {
+    kept.addLast(value);
+    if (kept.size() > KEPT) kept.removeFirst();
   }
 }

@@ -9,6 +9,7 @@ import dev.sparkrm.telemetry.RecordSchema;
 import dev.sparkrm.telemetry.TelemetryStore;
 import java.util.Set;
 import java.util.function.BiConsumer;
+import java.util.function.LongSupplier;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.SparkContext;
 import org.apache.spark.scheduler.SparkListener;
@@ -22,9 +23,9 @@ import org.slf4j.LoggerFactory;
 /**
  * Wrangler in the driver: records the executors' node samples as telemetry {@code node} records and
  * owns the {@link ExecutorHolds}, whose ended holds become {@code wrangler_hold} records, and the
- * {@link FeedbackGuard}, whose refutations become {@code wrangler_guard} records. Decisions are made by
- * the Python loop, which reads them through telemetry, or, when {@code spark.wrangler.model.path} names a
- * JSON model, in this JVM by {@link JvmDecisions} (no Python driver needed).
+ * {@link FeedbackGuard}, whose refutations become {@code wrangler_guard} records, and the
+ * {@link JvmDecisions}, the only place Wrangler decides (Python trains and installs models there). Every
+ * component that decides by time reads the one clock made here, the system's.
  */
 public final class WranglerDriver {
   private static final Logger LOG = LoggerFactory.getLogger(WranglerDriver.class);
@@ -72,6 +73,7 @@ public final class WranglerDriver {
           + "(node samples and holds are telemetry records). Got spark.sparkrm.telemetry.enabled=false. Set it to "
           + "true, or select the `wrangler` feature, which sets both.");
     }
+    LongSupplier clock = System::currentTimeMillis;
     long intervalMs = conf.getLong("spark.wrangler.interval");
     long maxHoldMs = conf.getLong("spark.wrangler.hold.maxDuration");
     FeedbackGuard guard = conf.getBoolean("spark.wrangler.guard.enabled")
@@ -79,23 +81,23 @@ public final class WranglerDriver {
             conf.getDouble("spark.wrangler.beta"), 2 * maxHoldMs)
         : null;
     HoldSafety.retainDecommissionRequests(sc);
-    HoldSafety safety = new HoldSafety(sc);
+    HoldSafety safety = HoldSafety.of(sc);
     ExecutorHolds holds = new ExecutorHolds(maxHoldMs, intervalMs, guard, safety, h -> telemetry.record(HOLD, h),
-        refutationReporter(telemetry));
-    JvmDecisions decisions = jvmDecisions(conf, holds, intervalMs);
+        refutationReporter(telemetry, clock), clock);
+    JvmDecisions decisions = jvmDecisions(conf, holds, intervalMs, clock);
     telemetry.register(NODE);
     telemetry.register(HOLD);
     telemetry.register(GUARD);
     router.on("wrangler.sample", msg -> {
       telemetry.record(NODE, msg);
-      if (decisions != null) decisions.sample(msg);
+      decisions.sample(msg);
       return null;
     });
     router.on("wrangler.decommissioning", msg -> holds.decommissioning(msg.path("executorId").asText()));
     SparkCompat.addListener(sc, new SparkListener() {
       @Override
       public void onExecutorRemoved(SparkListenerExecutorRemoved e) {
-        if (decisions != null) decisions.executorRemoved(e.executorId());
+        decisions.executorRemoved(e.executorId());
         holds.executorRemoved(e.executorId());
         safety.executorRemoved(e.executorId());
       }
@@ -117,32 +119,38 @@ public final class WranglerDriver {
       }
     }, QUEUE);
     ExecutorHolds.activate(holds);
-    LOG.info("Wrangler on: mode {}, interval {} ms, confidence {}, hold cap {} ms, feedback guard {}, decisions in {}",
+    JvmDecisions.activate(decisions);
+    LOG.info("Wrangler on: mode {}, interval {} ms, confidence {}, hold cap {} ms, feedback guard {}, model {}",
         conf.getString("spark.wrangler.mode"), intervalMs, conf.getDouble("spark.wrangler.confidence"), maxHoldMs,
-        guard == null ? "off" : "on", decisions == null ? "the Python driver" : "the JVM");
+        guard == null ? "off" : "on", decisions.hasModel() ? "from " + conf.getString("spark.wrangler.model.path")
+            : "none yet (Python installs one)");
     return new WranglerDriver(holds, decisions, intervalMs);
   }
 
-  /** Decisions in the JVM when {@code spark.wrangler.model.path} names a JSON model; else {@code null} (Python decides). */
-  private static JvmDecisions jvmDecisions(SparkrmConf conf, ExecutorHolds holds, long intervalMs) {
+  /**
+   * The decisions, with the JSON model {@code spark.wrangler.model.path} names; without one (unset, or a
+   * joblib model, which Python exports and installs) they hold only silent executors until Python installs one.
+   */
+  private static JvmDecisions jvmDecisions(SparkrmConf conf, ExecutorHolds holds, long intervalMs, LongSupplier clock) {
     String path = conf.getString("spark.wrangler.model.path");
     if (path != null && !path.endsWith(".json")) {
       LOG.warn("spark.wrangler.model.path={} is not a JSON model, which the driver JVM scores: unless this application "
-          + "starts Wrangler's Python loop (spark_plugin.session or spark_plugin.wrangler.start), no executor is held. "
-          + "For spark-submit alone, export it: python -m spark_plugin.wrangler export {} --out <model>.json", path, path);
+          + "starts Wrangler's Python side (spark_plugin.session or spark_plugin.wrangler.start), which exports and "
+          + "installs it, only silent executors are held. For spark-submit alone, export it: "
+          + "python -m spark_plugin.wrangler export {} --out <model>.json", path, path);
     }
-    if (path == null || !path.endsWith(".json")) return null;
-    WranglerModel model = WranglerModel.load(path); // a SparkrmConfigException names file, field and fix
+    // a SparkrmConfigException names file, field and fix
+    WranglerModel model = path != null && path.endsWith(".json") ? WranglerModel.load(path) : null;
     String workload = conf.getString("spark.wrangler.workload");
     return new JvmDecisions(model, holds, intervalMs, conf.getDouble("spark.wrangler.confidence"),
-        "hint".equals(conf.getString("spark.wrangler.mode")), workload == null ? "default" : workload);
+        "hint".equals(conf.getString("spark.wrangler.mode")), workload == null ? "default" : workload, clock);
   }
 
   /** Records each guard refutation and logs it: a WARN the first time per executor, INFO after. */
-  private static BiConsumer<FeedbackGuard.Verdict, Long> refutationReporter(TelemetryStore telemetry) {
+  private static BiConsumer<FeedbackGuard.Verdict, Long> refutationReporter(TelemetryStore telemetry, LongSupplier clock) {
     Set<String> warned = ConcurrentHashMap.newKeySet();
     return (verdict, backoffMs) -> {
-      telemetry.record(GUARD, new Refutation(verdict, System.currentTimeMillis(), backoffMs));
+      telemetry.record(GUARD, new Refutation(verdict, clock.getAsLong(), backoffMs));
       String message = "Wrangler stops holding executor {} for {} s: its {} task(s) that judge the hold ran at {}x "
           + "their stages' median, the other executors' at {}x (a straggler runs over {}x), so it is not slow and "
           + "holding it cannot help.";
@@ -165,12 +173,13 @@ public final class WranglerDriver {
 
   /** Binds the holds to the scheduler backend (from the driver plugin's {@code registerMetrics}). */
   public void bind(SparkContext sc) {
-    holds.bind(sc.schedulerBackend());
-    if (decisions != null) decisions.start();
+    holds.bind(sc);
+    holds.startTicking();
+    decisions.startTicking();
   }
 
   public void stop() {
-    if (decisions != null) decisions.stop();
+    decisions.stop();
     holds.stop();
   }
 

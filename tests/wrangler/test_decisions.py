@@ -1,0 +1,313 @@
+"""Wrangler's decisions, holds, guard and safety checks with time driven by the test.
+
+``java/HoldsProbe.java`` builds the driver's ``JvmDecisions``, ``ExecutorHolds``, ``FeedbackGuard`` and
+``HoldSafety`` over a plain scheduler, with a clock the test sets: nothing runs by itself, every decision
+and hold tick happens at the time the test says, so each duration below is exact. The real scheduler
+(offers really withheld, tasks really delayed) is exercised end to end by test_cluster.py and test_safety.py.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.plain_jvm import plain_jvm
+
+from .jobs import flag_model
+
+pytestmark = pytest.mark.spark  # a JVM
+
+PROBE = Path(__file__).resolve().parent / "java" / "HoldsProbe.java"
+INTERVAL, CAP, WINDOW, BETA = 500, 3000, 4000, 1.3
+NO_IDLE_LIMIT = 2**63 - 1
+
+
+@pytest.fixture(scope="module")
+def jvm(tmp_path_factory):
+    from spark_plugin.jar import find_javac, jar_path, pyspark_jars_dir
+
+    classes = tmp_path_factory.mktemp("probe")
+    classpath = [jar_path(), pyspark_jars_dir() / "*"]
+    subprocess.run([find_javac(), "--release", "17", "-cp", ":".join(map(str, classpath)), "-d", str(classes),
+                    str(PROBE)], check=True, capture_output=True)
+    with plain_jvm(classes, *classpath) as jvm:
+        yield jvm
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("models")
+    return {name: str(flag_model(folder / f"{name or 'none'}.json", *name)) for name in ("", "1", "12")}
+
+
+class Probe:
+    """The probe and what it recorded, as Python values."""
+
+    def __init__(self, jvm, executors="0,1,2", *, guard=True, idle_limit_ms=NO_IDLE_LIMIT, cap=CAP):
+        self.java = jvm.dev.sparkrm.wrangler.HoldsProbe(executors, INTERVAL, cap, WINDOW if guard else 0, BETA,
+                                                        idle_limit_ms)
+        self.holds = self.java.holds()
+        self.executors = executors.split(",")
+        self.running = []
+
+    def at(self, t):
+        self.java.at(t)
+        return self
+
+    @property
+    def now(self):
+        return int(self.java.now())
+
+    def ended(self):
+        return json.loads(self.java.endedJson())
+
+    def refuted(self):
+        return json.loads(self.java.refutedJson())
+
+    def decisions(self):
+        return json.loads(self.java.decisions().decisionsJson(0))
+
+    def current(self):
+        return sorted(h["executorId"] for h in json.loads(self.holds.holdsJson()))
+
+    def step(self, *, silent=(), slow=(), running=None):
+        """One interval of a steady job: the tasks running end (``slow`` executors' at 4x), every executor not
+        held starts one, every executor not ``silent`` sends a sample; then a decision and a hold tick."""
+        for ex in running if running is not None else list(self.running):
+            self.java.taskEnded(ex, "s", 4.0 if ex in slow else 1.0)
+        self.running = [ex for ex in self.executors if not self.java.withheld(ex)]
+        for ex in self.running:
+            self.java.taskStarted(ex)
+        for ex in self.executors:
+            if ex not in silent:
+                self.java.sample(ex, self.now, 50.0)
+        self.java.decide()
+        self.java.tick()
+
+
+def test_the_rule_holds_the_most_confident_flagged_executors_and_never_all(jvm):
+    choose = jvm.dev.sparkrm.wrangler.JvmDecisions.choose
+    preds = {"1": (1.0, 0.95), "2": (0.5, 0.80), "3": (0.2, 0.75), "4": (0.9, 0.6), "5": (-0.1, 0.99)}
+    java = jvm.java.util.HashMap()
+    for ex, sc in preds.items():
+        java.put(ex, jvm.java.lang.reflect.Array.newInstance(jvm.java.lang.Double.TYPE, 2))
+        for i, v in enumerate(sc):
+            jvm.java.lang.reflect.Array.setDouble(java.get(ex), i, v)
+    assert list(choose(java, 0.7, 5)) == ["1", "2", "3"]  # "4": confidence 0.6; "5": negative score
+    assert list(choose(java, 0.7, 3)) == ["1", "2"]
+    assert list(choose(java, 0.7, 2)) == ["1"]
+    assert list(choose(java, 0.7, 1)) == []
+    assert list(choose(java, 0.9, 5)) == ["1"]
+    assert list(choose(java, 0.0, 6)) == ["1", "2", "3", "4"]  # p 0 keeps only the score test
+
+
+def test_a_hold_expires_at_its_own_end_renews_up_to_the_cap_and_the_executor_then_rests_one_interval(jvm):
+    p = Probe(jvm, guard=False)
+    start = p.now
+    assert p.holds.hold("1", 2000, 0.9) == "held" and p.java.withheld("1")
+    p.at(start + 1999).java.tick()
+    assert p.current() == ["1"]
+    p.at(start + 2000).java.tick()
+    assert [(h["executorId"], h["endReason"], h["durationMs"]) for h in p.ended()] == [("1", "expired", 2000)]
+    assert not p.java.withheld("1")
+
+    start = p.now
+    assert p.holds.hold("2", 60_000, 0.99) == "held"
+    p.at(start + 1000)
+    assert p.holds.hold("2", 60_000, 0.99) == "renewed"
+    p.at(start + CAP - 1).java.tick()
+    assert p.current() == ["2"]
+    p.at(start + CAP).java.tick()
+    assert [(h["endReason"], h["durationMs"]) for h in p.ended()[1:]] == [("cap", CAP)]
+    p.at(start + CAP + INTERVAL - 1)
+    assert p.holds.hold("2", 1000, 0.99) == "resting"
+    p.at(start + CAP + INTERVAL)
+    assert p.holds.hold("2", 1000, 0.99) == "held"
+    assert p.holds.release("2") and not p.holds.release("2")
+    assert p.ended()[-1]["endReason"] == "released"
+
+
+def test_the_last_open_executor_is_never_held_and_a_lost_one_ends_its_hold(jvm):
+    p = Probe(jvm, guard=False)
+    assert p.holds.hold("0", 5000, 0.9) == "held"
+    assert p.holds.hold("1", 5000, 0.9) == "held"
+    assert p.holds.hold("2", 5000, 0.9) == "last-active"
+    assert p.holds.hold("7", 5000, 0.9) == "inactive"
+    assert p.current() == ["0", "1"]
+    p.java.remove("1")
+    assert [(h["executorId"], h["endReason"]) for h in p.ended()] == [("1", "removed")]
+    assert p.holds.hold("1", 1000, 0.9) == "inactive" and p.current() == ["0"]
+
+
+def test_the_decisions_hold_a_flagged_executor_while_it_stays_flagged_and_release_it_after(jvm, models):
+    p = Probe(jvm, guard=False)
+    p.java.decisions().install(models["1"])
+    for _ in range(4):
+        p.at(p.now + INTERVAL).step()
+    assert [(d["executorId"], d["why"], d["action"]) for d in p.decisions()] == [
+        ("1", "model", "held")] + [("1", "model", "renewed")] * 3
+    assert p.current() == ["1"] and p.decisions()[0]["confidence"] > 0.99
+    p.java.decisions().install(models[""])  # a model that flags nobody
+    p.at(p.now + INTERVAL).step()
+    assert p.current() == [] and [h["endReason"] for h in p.ended()] == ["released"]
+    p.java.decisions().install(models["12"])  # both flagged with the same confidence: "1" first, "2" too
+    p.at(p.now + INTERVAL).step()
+    assert p.current() == ["1", "2"]
+
+
+def test_hint_mode_holds_nothing_and_records_what_it_would_delay(jvm, models):
+    p = Probe(jvm, guard=False)
+    p.java.decisions().install(models["1"])
+    p.java.decisions().configure(True, 0.7, "default")
+    for _ in range(3):
+        p.at(p.now + INTERVAL).step()
+    assert [(d["executorId"], d["action"]) for d in p.decisions()] == [("1", "hint")] * 3
+    assert p.current() == [] and p.ended() == []
+
+
+def test_a_silent_executor_is_held_model_or_not_and_released_when_it_speaks_again(jvm):
+    p = Probe(jvm)  # the guard is on and executor 2's tasks are not slow: a silent hold does not ask it
+    for _ in range(3):
+        p.at(p.now + INTERVAL).step()
+    last_heard = p.now
+    while p.now - last_heard <= 3000:  # silent: 3 intervals, at least 3 s, behind the others' newest sample
+        assert p.decisions() == []
+        p.at(p.now + INTERVAL).step(silent={"2"})
+    assert [(d["executorId"], d["why"], d["action"], d["score"]) for d in p.decisions()] == [
+        ("2", "silent", "held", None)]
+    assert p.current() == ["2"]
+    p.at(p.now + INTERVAL).step()
+    assert p.current() == [] and [(h["executorId"], h["endReason"]) for h in p.ended()] == [("2", "released")]
+
+
+def test_a_feed_late_for_every_executor_silences_no_one(jvm):
+    p = Probe(jvm)
+    for _ in range(2):
+        p.at(p.now + INTERVAL).step()
+    p.at(p.now + 10_000).java.decide()  # the driver paused: no sample from anyone for 10 s
+    assert p.decisions() == [] and p.current() == []
+
+
+def test_holds_of_a_slow_executor_stand(jvm, models):
+    p = Probe(jvm)
+    for _ in range(4):
+        p.at(p.now + INTERVAL).step(slow={"1"})  # its tasks are seen to be slow before the model flags it
+    p.java.decisions().install(models["1"])
+    start = p.now
+    for _ in range(28):  # 14 s
+        p.at(p.now + INTERVAL).step(slow={"1"})
+    assert p.refuted() == []
+    assert {d["action"] for d in p.decisions()} <= {"held", "renewed", "resting"}
+    p.holds.release("1")
+    holds = p.ended()
+    assert ("1", "cap") in {(h["executorId"], h["endReason"]) for h in holds}
+    assert {(h["executorId"], h["endReason"]) for h in holds} <= {("1", "cap"), ("1", "released")}
+    assert sum(h["durationMs"] for h in holds) > 0.8 * (p.now - start)  # held but for its rests after each cap
+
+
+def test_a_hold_stands_when_the_slowness_begins_with_it(jvm, models):
+    # Executor 1 runs fast for a whole guard window, then turns slow as the model flags it: as when node
+    # counters show a burst before any task does. Only the tasks that run through the hold judge it.
+    p = Probe(jvm)
+    for _ in range(WINDOW // INTERVAL):
+        p.at(p.now + INTERVAL).step()
+    p.java.decisions().install(models["1"])
+    for _ in range(20):
+        p.at(p.now + INTERVAL).step(slow={"1"})
+    assert p.refuted() == [] and p.decisions()[0]["action"] == "held"
+    assert {h["endReason"] for h in p.ended()} == {"cap"}
+
+
+def test_the_guard_stops_a_useless_model_from_holding_a_healthy_executor(jvm, models):
+    p = Probe(jvm)
+    for _ in range(4):
+        p.at(p.now + INTERVAL).step()
+    p.java.decisions().install(models["1"])
+    start = p.now
+    for _ in range(100):  # 50 s of a model that flags healthy executor 1 at every tick
+        p.at(p.now + INTERVAL).step()
+    holds = p.ended()
+    # Each hold begins while executor 1 runs a task (its witness), and ends the moment that task ends unslow,
+    # one interval later; the executor is then distrusted for 6 s, 12 s, 24 s.
+    assert [(h["endReason"], h["durationMs"]) for h in holds] == [("unconfirmed", INTERVAL)] * 4
+    refuted = p.refuted()
+    assert [g["backoffMs"] for g in refuted] == [2 * CAP, 4 * CAP, 8 * CAP, 16 * CAP]
+    assert [g["time"] for g in refuted] == [h["endTime"] for h in holds]
+    assert all(g["executorId"] == "1" and g["tasks"] == 1 and g["executorMedian"] <= BETA * g["othersMedian"]
+               for g in refuted)
+    for hold, guard, after in zip(holds, refuted, holds[1:]):  # no hold within a back-off
+        assert after["startTime"] >= hold["endTime"] + guard["backoffMs"]
+    actions = [d["action"] for d in p.decisions()]
+    assert set(actions) == {"held", "distrusted"} and actions.count("held") == 4  # the task's end refuted each
+    assert sum(h["durationMs"] for h in holds) < 0.05 * (p.now - start)
+
+
+def test_a_hold_that_stood_resets_the_back_off(jvm, models):
+    p = Probe(jvm)
+    for _ in range(4):
+        p.at(p.now + INTERVAL).step()
+    p.java.decisions().install(models["1"])
+    p.at(p.now + INTERVAL).step()
+    p.at(p.now + INTERVAL).step()  # refuted: back-off 2 caps
+    assert [g["backoffMs"] for g in p.refuted()] == [2 * CAP]
+    while not p.current():
+        p.at(p.now + INTERVAL).step()
+    for _ in range(CAP // INTERVAL):  # slow now: this hold stands to the cap
+        p.at(p.now + INTERVAL).step(slow={"1"})
+    assert p.ended()[-1]["endReason"] == "cap"
+    for _ in range(WINDOW // INTERVAL + 2):  # fast again, and the slow tasks leave the window
+        p.at(p.now + INTERVAL).step()
+    assert [g["backoffMs"] for g in p.refuted()][-1] == 2 * CAP  # from one again, not four caps
+
+
+def test_an_idle_executor_is_judged_by_its_recent_tasks_at_once(jvm, models):
+    p = Probe(jvm)
+    for _ in range(4):
+        p.at(p.now + INTERVAL).step()
+    p.at(p.now + INTERVAL).step(running=p.running)  # every task ends; none starts: the executors are idle
+    for ex in p.executors:
+        p.java.taskEnded(ex, "s", 1.0)
+    p.running = []
+    assert p.holds.hold("1", 2 * INTERVAL, 0.9) == "held"  # nothing witnesses the hold of an idle executor
+    p.at(p.now + INTERVAL)
+    assert p.holds.hold("1", 2 * INTERVAL, 0.9) == "unconfirmed"  # its own recent tasks were not slow
+    assert [(h["endReason"], h["durationMs"]) for h in p.ended()] == [("unconfirmed", INTERVAL)]
+    assert p.holds.hold("1", 2 * INTERVAL, 0.9) == "distrusted"
+
+
+def test_holds_give_way_to_a_barrier_job_and_a_decommission(jvm):
+    p = Probe(jvm, guard=False)
+    assert p.holds.hold("1", 60_000, 0.9) == "held"
+    p.java.barrierWaiting(True)
+    p.at(p.now + 20).java.tick()
+    assert [(h["endReason"], h["durationMs"]) for h in p.ended()] == [("barrier", 20)]
+    assert p.holds.hold("1", 60_000, 0.9) == "barrier"
+    p.java.barrierWaiting(False)
+    assert p.holds.hold("1", 60_000, 0.9) == "held"
+    p.java.parkDecommission("1")  # asked while it was held, parked by Spark
+    p.at(p.now + 20).java.tick()
+    assert p.ended()[-1]["endReason"] == "decommission" and p.java.decommissioned() == "1"
+    assert p.holds.hold("2", 60_000, 0.9) == "held"
+    assert p.holds.decommissioning("2")  # told by its executor on a signal: released, decommissioned
+    assert p.ended()[-1]["endReason"] == "decommission" and p.java.decommissioned() == "1,2"
+
+
+def test_under_dynamic_allocation_an_idle_executor_is_released_at_half_its_timeout(jvm):
+    idle_limit = 5000  # half of executorIdleTimeout
+    p = Probe(jvm, guard=False, idle_limit_ms=idle_limit, cap=60_000)
+    p.java.taskStarted("1")
+    assert p.holds.hold("1", 60_000, 0.9) == "held"
+    p.at(p.now + 60_000).java.tick()  # busy: never idle, so the hold runs to its cap
+    assert [(h["endReason"], h["durationMs"]) for h in p.ended()] == [("cap", 60_000)]
+    p.java.taskEnded("1", "s", 1.0)
+    idle_from = p.now
+    p.at(idle_from + INTERVAL)
+    assert p.holds.hold("1", 60_000, 0.9) == "held"
+    p.at(idle_from + idle_limit - 1).java.tick()
+    assert p.current() == ["1"]
+    p.at(idle_from + idle_limit).java.tick()
+    assert p.ended()[-1]["endReason"] == "idle" and p.current() == []
+    assert p.holds.hold("1", 60_000, 0.9) == "idle"
