@@ -153,6 +153,9 @@ def build_jar(target: Path, spark_jars: Path | None = None, spark_version: str |
     """
     spark_jars = spark_jars or pyspark_jars_dir()
     spark_version = spark_version or pyspark_version()
+    # Hashed before javac reads the sources: one edited during the build leaves a jar that counts as
+    # stale (rebuilt next time), never one that holds old classes under the new hash.
+    sources_hash = source_hash()
     javac = find_javac()
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="sparkrm-build-") as tmp:
@@ -167,7 +170,7 @@ def build_jar(target: Path, spark_jars: Path | None = None, spark_version: str |
             raise JarError(f"javac failed building the sparkrm jar against pyspark {spark_version}:\n"
                            f"{result.stderr.strip()}")
         partial = Path(tmp) / JAR_NAME
-        _write_jar(partial, classes, spark_version)
+        _write_jar(partial, classes, spark_version, sources_hash)
         staged = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         shutil.copyfile(partial, staged)
         os.replace(staged, target)
@@ -219,9 +222,9 @@ def _keys_json() -> str:
     return KEYS.to_json()
 
 
-def _write_jar(jar: Path, classes: Path, spark_version: str) -> None:
+def _write_jar(jar: Path, classes: Path, spark_version: str, sources_hash: str) -> None:
     info = (f"package.version={PACKAGE_VERSION}\nspark.version={spark_version}\n"
-            f"source.hash={source_hash()}\n")
+            f"source.hash={sources_hash}\n")
     with zipfile.ZipFile(jar, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nCreated-By: sparkrm\n"
                    f"Implementation-Title: sparkrm\nImplementation-Version: {PACKAGE_VERSION}\n")
