@@ -6,9 +6,13 @@ import pickle
 import re
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
+from spark_plugin.jar import find_javac, jar_path
+from tests.plain_jvm import plain_jvm
 
 PROJECT = Path(__file__).resolve().parents[2]
 SYNTHETIC_BASE = 1 << 60
@@ -33,3 +37,14 @@ def shuffle_files(local_dir: Path, *, merged: bool, shuffle_id: int | None = Non
             if (int(m.group(2)) >= SYNTHETIC_BASE) == merged:
                 found.append(path)
     return found
+
+
+@contextmanager
+def probe_jvm(source: Path, classes: Path, *classpath):
+    """A plain JVM (no Spark) with the plugin jar and a test's Java ``source``, compiled into ``classes``
+    against the jar (a probe in a Riffle package reaches its package-private classes); ``gateway.jvm``."""
+    jar = jar_path()
+    subprocess.run([find_javac(), "--release", "17", "-cp", str(jar), "-d", str(classes), str(source)],
+                   check=True, capture_output=True)
+    with plain_jvm(jar, classes, *classpath) as jvm:
+        yield jvm

@@ -9,15 +9,13 @@ damage is always reported, before the damaged sub-block is handed out.
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spark_plugin.jar import find_javac, jar_path
-from tests.plain_jvm import plain_jvm
+from tests.shuffle_merge.conftest import probe_jvm
 
 PROBE = Path(__file__).resolve().parent / "java" / "MergedBlockProbe.java"
 
@@ -25,11 +23,7 @@ PROBE = Path(__file__).resolve().parent / "java" / "MergedBlockProbe.java"
 @pytest.fixture(scope="module")
 def probe(tmp_path_factory):
     """The Java probe class, compiled against the plugin jar and served by a py4j gateway."""
-    classes = tmp_path_factory.mktemp("probe")
-    jar = jar_path()
-    subprocess.run([find_javac(), "--release", "17", "-cp", str(jar), "-d", str(classes), str(PROBE)],
-                   check=True, capture_output=True)
-    with plain_jvm(jar, classes) as jvm:
+    with probe_jvm(PROBE, tmp_path_factory.mktemp("probe")) as jvm:
         yield Probe(jvm.dev.sparkrm.riffle.MergedBlockProbe)
 
 

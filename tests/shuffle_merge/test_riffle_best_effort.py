@@ -29,9 +29,9 @@ def test_the_deadline_cancels_slow_merges_and_reducers_read_a_mix(spark, vanilla
     assert any(m["status"] == "cancelled" for m in merges)
     committed = [m for m in merges if m["status"] == "committed"]
     merged_inputs = sum(m["fanIn"] for m in committed)
-    # The first reducers waited for the seal (at the 400 ms deadline, found by the driver's own timer) and
-    # heard of it from the driver's push: without that word they ask again only after 5 s.
-    assert 0 < max(r["planWaitMs"] for r in records["shuffle_read"].to_pylist()) < 2500
+    # How readers wait for the seal, and how the driver keeps its deadline, is decided by clocks the tests
+    # drive: test_plan_wait (a pushed seal ends a reader's wait at once) and test_scheduler (the deadline,
+    # the pusher woken when the map stage ends, the seal pushed to every executor).
     for r in records["shuffle_read"].to_pylist():
         # One block per merge used plus one per unmerged output, each map output exactly once.
         assert r["mergedBlocks"] == r["groupsUsed"] == len(committed)

@@ -366,6 +366,23 @@ def test_the_next_deadline_is_the_earliest_merge_timeout_or_seal_deadline(jvm):
     assert s.plan(t=1300)["sealed"] and s._s.nextDeadline() == never
 
 
+def test_the_end_of_a_map_stage_wakes_the_drainer_so_it_keeps_the_seal_deadline(jvm):
+    """The driver's pusher sets its timer to the next deadline whenever it drains, and drains when woken. A map
+    stage that ends with no leftover to merge issues nothing, yet its seal deadline is new: it must wake the
+    pusher, or the seal waits for a reader's next ask (a reader then waited 5 s for a 400 ms deadline in CI)."""
+    s = Scheduler(jvm, n=2, merge_timeout=60_000, best_effort_timeout=400)
+    s.register()
+    s.submit(3, t=0)
+    s.output(0, t=100)
+    s.output(1, t=200)
+    s.take(t=200)  # the pusher drained: its timer is at the merge's timeout, 60,200
+    woken = jvm.java.util.concurrent.FutureTask(jvm.java.lang.Thread(), None)  # done once run
+    s._s.onWork(woken)
+    s.complete(t=300)  # one output left over: nothing to merge
+    assert woken.isDone() and s._s.nextDeadline() == 700
+    assert s.take(t=700)["sealed"] == [0]
+
+
 def test_executor_scope_keeps_each_executor_apart(jvm):
     s = Scheduler(jvm, n=2, per_host=False)
     s.join("a", dirs=["/local/a"])

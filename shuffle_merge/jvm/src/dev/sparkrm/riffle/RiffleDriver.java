@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.LongSupplier;
 import org.apache.spark.SparkContext;
 import org.apache.spark.rpc.RpcEndpointRef;
 import scala.Tuple2;
@@ -29,11 +30,14 @@ public final class RiffleDriver {
   private final RiffleScheduler scheduler;
   private final AssignmentPusher pusher;
   private final ShuffleServiceCleaner cleaner;
+  private final LongSupplier clock;
 
-  private RiffleDriver(RiffleScheduler scheduler, AssignmentPusher pusher, ShuffleServiceCleaner cleaner) {
+  private RiffleDriver(RiffleScheduler scheduler, AssignmentPusher pusher, ShuffleServiceCleaner cleaner,
+      LongSupplier clock) {
     this.scheduler = scheduler;
     this.pusher = pusher;
     this.cleaner = cleaner;
+    this.clock = clock;
   }
 
   /** The running application's driver side, or {@code null} (then shuffles stay vanilla). */
@@ -52,6 +56,15 @@ public final class RiffleDriver {
    * @param telemetry where merge and read records go, or {@code null} when telemetry is off
    */
   public static RiffleDriver start(SparkContext sc, SparkrmConf conf, MessageRouter router, TelemetryStore telemetry) {
+    return start(sc, conf, router, telemetry, System::currentTimeMillis);
+  }
+
+  /**
+   * Starts Riffle in the driver with {@code clock} (ms) as the time every decision of the scheduler is
+   * taken at: the listener's events, the pusher's deadlines, the executors' reports and readers' asks.
+   */
+  static RiffleDriver start(SparkContext sc, SparkrmConf conf, MessageRouter router, TelemetryStore telemetry,
+      LongSupplier clock) {
     RiffleRecords records = telemetry == null ? null : new RiffleRecords(telemetry);
     ShuffleSettings defaults = ShuffleSettings.from(conf);
     RiffleScheduler scheduler = new RiffleScheduler(defaults, conf.getLong("spark.riffle.merge.timeout"),
@@ -61,8 +74,8 @@ public final class RiffleDriver {
       appConf.put("spark.riffle." + kv._1(), kv._2());
     }
     boolean oldProtocol = sc.conf().getBoolean("spark.shuffle.useOldFetchProtocol", false);
-    SparkCompat.addListener(sc, new RiffleListener(scheduler, appConf, oldProtocol), QUEUE);
-    AssignmentPusher pusher = new AssignmentPusher(scheduler, RiffleDriver::now);
+    SparkCompat.addListener(sc, new RiffleListener(scheduler, appConf, oldProtocol, clock), QUEUE);
+    AssignmentPusher pusher = new AssignmentPusher(scheduler, clock);
     router.onAttached("riffle.register", (m, inbox) -> {
       if (!(inbox instanceof RpcEndpointRef ref)) {
         throw new IllegalArgumentException("riffle.register needs the executor's inbox endpoint attached");
@@ -71,8 +84,8 @@ public final class RiffleDriver {
       return json(Map.of("registered", true));
     });
     router.on("riffle.done", m -> json(Map.of("keep", scheduler.mergeEnded(m.path("groupId").asLong(),
-        m.path("status").asText(), m.path("error").asText(null), m, now()))));
-    router.on("riffle.plan", m -> json(scheduler.plan(m.path("shuffleId").asInt(), now())));
+        m.path("status").asText(), m.path("error").asText(null), m, clock.getAsLong()))));
+    router.on("riffle.plan", m -> json(scheduler.plan(m.path("shuffleId").asInt(), clock.getAsLong())));
     router.on("riffle.revoke", m -> {
       long groupId = m.path("groupId").asLong();
       if (scheduler.revoke(groupId, m.path("reason").asText())) {
@@ -85,7 +98,7 @@ public final class RiffleDriver {
       if (records != null) records.read(m);
       return null;
     });
-    RiffleDriver driver = new RiffleDriver(scheduler, pusher, new ShuffleServiceCleaner(sc.conf()));
+    RiffleDriver driver = new RiffleDriver(scheduler, pusher, new ShuffleServiceCleaner(sc.conf()), clock);
     active = driver;
     LOG.info("Riffle on: {}", defaults);
     return driver;
@@ -93,7 +106,7 @@ public final class RiffleDriver {
 
   /** Spark cleans {@code shuffleId} up: forget it, and delete merged files that outlived their executor. */
   void unregisterShuffle(int shuffleId) {
-    cleaner.remove(shuffleId, scheduler.unregisterShuffle(shuffleId, now()));
+    cleaner.remove(shuffleId, scheduler.unregisterShuffle(shuffleId, clock.getAsLong()));
   }
 
   public void stop() {
@@ -107,10 +120,6 @@ public final class RiffleDriver {
     List<String> out = new ArrayList<>();
     for (JsonNode n : array) out.add(n.asText());
     return out;
-  }
-
-  private static long now() {
-    return System.currentTimeMillis();
   }
 
   private static String json(Object reply) {

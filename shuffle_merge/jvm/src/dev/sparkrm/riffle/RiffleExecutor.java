@@ -47,7 +47,7 @@ public final class RiffleExecutor {
 
   private final PluginContext ctx;
   private final MergerService merger;
-  private final long planWaitMs;
+  private final PlanWait planWait;
   private final long verifyMaxBytes;
   private final boolean partialMerges;
   private final Map<Integer, Set<Long>> mergedOutputs = new ConcurrentHashMap<>();
@@ -56,15 +56,13 @@ public final class RiffleExecutor {
    * task per executor asks the driver; the others wait for its answer.
    */
   private final Map<List<Long>, CompletableFuture<ReadPlan>> plans = new ConcurrentHashMap<>();
-  /** Counts the seals the driver announced; readers waiting for one wait on this object. */
-  private final Object seals = new Object();
-  private long sealsAnnounced;
   private long seenRevocations;
   private RpcEndpointRef inbox;
 
   private RiffleExecutor(PluginContext ctx, SparkrmConf conf) {
     this.ctx = ctx;
-    this.planWaitMs = conf.getLong("spark.riffle.bestEffort.timeout") + conf.getLong("spark.riffle.read.planTimeout");
+    this.planWait = new PlanWait(PlanWait.Clock.SYSTEM,
+        conf.getLong("spark.riffle.bestEffort.timeout") + conf.getLong("spark.riffle.read.planTimeout"), PLAN_RECHECK_MS);
     this.verifyMaxBytes = conf.getLong("spark.riffle.read.verifyMaxBytes");
     this.partialMerges = conf.getBoolean(PARTIAL_MERGES);
     this.merger = new MergerService((int) conf.getLong("spark.riffle.merger.threads"),
@@ -145,48 +143,13 @@ public final class RiffleExecutor {
         }
       }
       try {
-        ReadPlan plan = awaitSealedPlan(shuffleId);
+        ReadPlan plan = planWait.await(shuffleId, this::fetchPlan);
         mine.complete(plan);
         return plan;
       } catch (RuntimeException e) {
         plans.remove(key, mine);
         mine.completeExceptionally(e);
         throw e;
-      }
-    }
-  }
-
-  private ReadPlan awaitSealedPlan(int shuffleId) {
-    long deadline = System.currentTimeMillis() + planWaitMs;
-    while (true) {
-      long seen;
-      synchronized (seals) {
-        seen = sealsAnnounced;
-      }
-      ReadPlan plan = fetchPlan(shuffleId);
-      if (plan.sealed() || !plan.riffle()) return plan;
-      long now = System.currentTimeMillis();
-      if (now > deadline) {
-        LOG.warn("Shuffle {}: the driver did not publish merged outputs within {} ms; reading unmerged",
-            shuffleId, planWaitMs);
-        return ReadPlan.UNMERGED;
-      }
-      awaitSeal(seen, Math.min(deadline + 1, now + PLAN_RECHECK_MS), shuffleId);
-    }
-  }
-
-  /** Waits until the driver announces a seal after the {@code seen}-th, or until {@code until}. */
-  private void awaitSeal(long seen, long until, int shuffleId) {
-    synchronized (seals) {
-      try {
-        for (long now = System.currentTimeMillis(); sealsAnnounced == seen && now < until;
-            now = System.currentTimeMillis()) {
-          seals.wait(until - now);
-        }
-      } catch (InterruptedException e) { // the task is being killed
-        Thread.currentThread().interrupt();
-        throw new IllegalStateException("Interrupted while waiting for the Riffle read plan of shuffle " + shuffleId,
-            e);
       }
     }
   }
@@ -251,12 +214,7 @@ public final class RiffleExecutor {
     }
     for (JsonNode m : message.path("merges")) merger.submit(assignment(m), this::report);
     for (JsonNode g : message.path("cancel")) merger.cancel(g.asLong());
-    if (message.has("sealed")) {
-      synchronized (seals) {
-        sealsAnnounced++;
-        seals.notifyAll();
-      }
-    }
+    if (message.has("sealed")) planWait.sealAnnounced();
   }
 
   private void report(MergeOutcome o) {

@@ -3,6 +3,7 @@ package dev.sparkrm.riffle;
 import dev.sparkrm.conf.SparkrmConfigException;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.function.LongSupplier;
 import org.apache.spark.Success$;
 import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
@@ -26,14 +27,20 @@ final class RiffleListener extends SparkListener {
   private final RiffleScheduler scheduler;
   private final Map<String, String> appConf;
   private final boolean oldFetchProtocol;
+  private final LongSupplier clock;
   private final Map<Integer, Integer> stageToShuffle = new HashMap<>();
   private boolean errorLogged;
 
-  /** @param appConf the application's {@code spark.riffle.*} entries, to which job properties are applied */
-  RiffleListener(RiffleScheduler scheduler, Map<String, String> appConf, boolean oldFetchProtocol) {
+  /**
+   * @param appConf the application's {@code spark.riffle.*} entries, to which job properties are applied
+   * @param clock   the time (ms) each event is handed to the scheduler with
+   */
+  RiffleListener(RiffleScheduler scheduler, Map<String, String> appConf, boolean oldFetchProtocol,
+      LongSupplier clock) {
     this.scheduler = scheduler;
     this.appConf = appConf;
     this.oldFetchProtocol = oldFetchProtocol;
+    this.clock = clock;
   }
 
   @Override
@@ -43,7 +50,7 @@ final class RiffleListener extends SparkListener {
       if (info.shuffleDepId().isEmpty()) return;
       int shuffleId = ((Number) info.shuffleDepId().get()).intValue();
       stageToShuffle.put(info.stageId(), shuffleId);
-      scheduler.mapStageSubmitted(shuffleId, info.numTasks(), jobSettings(e, shuffleId), System.currentTimeMillis());
+      scheduler.mapStageSubmitted(shuffleId, info.numTasks(), jobSettings(e, shuffleId), clock.getAsLong());
     });
   }
 
@@ -54,7 +61,7 @@ final class RiffleListener extends SparkListener {
       if (shuffleId == null || e.reason() != Success$.MODULE$ || e.taskMetrics() == null) return;
       long mapId = oldFetchProtocol ? e.taskInfo().partitionId() : e.taskInfo().taskId();
       scheduler.mapOutput(shuffleId, e.taskInfo().partitionId(), mapId, e.taskInfo().executorId(), e.taskInfo().host(),
-          e.taskMetrics().shuffleWriteMetrics().bytesWritten(), System.currentTimeMillis());
+          e.taskMetrics().shuffleWriteMetrics().bytesWritten(), clock.getAsLong());
     });
   }
 
@@ -64,7 +71,7 @@ final class RiffleListener extends SparkListener {
       StageInfo info = e.stageInfo();
       Integer shuffleId = stageToShuffle.get(info.stageId());
       if (shuffleId == null) return;
-      scheduler.mapStageCompleted(shuffleId, info.failureReason().isEmpty(), System.currentTimeMillis());
+      scheduler.mapStageCompleted(shuffleId, info.failureReason().isEmpty(), clock.getAsLong());
     });
   }
 

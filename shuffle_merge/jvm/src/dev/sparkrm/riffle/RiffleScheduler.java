@@ -227,6 +227,7 @@ public final class RiffleScheduler {
     }
     issueLeftovers(s, nowMs);
     maybeSeal(s, nowMs);
+    if (!s.sealed) wakeUp.run(); // its seal deadline is known now: the drainer's next deadline may be sooner
   }
 
   /**
