@@ -125,8 +125,8 @@ def session(master: str = "local-cluster[2,1,1024]", features: Iterable[str] | s
     Returns
     -------
     pyspark.sql.SparkSession
-        With Wrangler's driver-side predictor loop running when
-        ``spark.wrangler.enabled`` is true (see :func:`spark_plugin.wrangler.start`).
+        With Wrangler's Python side started when ``spark.wrangler.enabled`` is true: it gives the
+        driver JVM, which decides, its model (see :func:`spark_plugin.wrangler.start`).
     """
     from pyspark.sql import SparkSession
 

@@ -109,10 +109,11 @@ KEYS = KeyTable([
         "Delta: how often executors sample their node counters and the predictor refreshes its "
         "decisions. Keep it below the usual gap between task launches.", low=50, high=600_000),
     Key("spark.wrangler.model.path", "file", None,
-        "A model saved by `python -m spark_plugin.wrangler train --out`. A `.json` model is scored in the "
-        "driver JVM, so `spark-submit --conf` alone holds; another (joblib) is scored by the Python loop "
-        "(`spark_plugin.session` or `wrangler.start`). Unset: the Python loop trains online from this "
-        "application's telemetry once the warm-up window has passed. The file is checked before the "
+        "A model saved by `python -m spark_plugin.wrangler train --out`; the driver JVM scores it and decides. "
+        "A `.json` model is installed by the JVM at start-up, so `spark-submit --conf` alone holds; another "
+        "(joblib) is exported and installed by Wrangler's Python side (`spark_plugin.session` or "
+        "`wrangler.start`). Unset: Python trains online from this application's telemetry once the warm-up "
+        "window has passed and installs that model. The file is checked before the "
         "application starts: a `.json` model field by field against "
         "`spark_plugin/jvm/resources/dev/sparkrm/wrangler/model.schema.json`.",
         example="/tmp/wrangler.json", schema="dev/sparkrm/wrangler/model.schema.json",

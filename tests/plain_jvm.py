@@ -27,3 +27,12 @@ def plain_jvm(*classpath):
     finally:
         py4j.java_gateway.get_return_value = handler
         gateway.shutdown()
+
+
+def doubles(jvm, values):
+    """A Java ``double[]`` of ``values`` (a plain JVM gives no gateway to call ``new_array`` on)."""
+    reflect = jvm.java.lang.reflect.Array
+    array = reflect.newInstance(jvm.java.lang.Double.TYPE, len(values))
+    for i, v in enumerate(values):
+        reflect.setDouble(array, i, float(v))
+    return array

@@ -1,10 +1,18 @@
-"""Wrangler on a real three-executor local-cluster: node samples, holds, decisions in both modes.
+"""Wrangler on a real three-executor local-cluster: a JSON model from --conf alone, node samples, holds,
+decisions in both modes, and holds giving way where Spark needs the executor.
 
 A hold's start and end are stamped inside the scheduler backend's lock, so "no task launched while
 held" is checked exactly: no task record of the held executor has ``start < launchTime < end``. How long
 holds last (expiry, cap, rest) is checked with a clock the test drives, in test_decisions.py.
+
+A held executor counts as inactive to Spark, so a barrier stage finds too few slots and a decommission
+request is refused; Wrangler ends the hold and, for a decommission, re-issues it (``HoldSafety``,
+``DecommissionNotice``): real barrier jobs, a real SIGPWR to an executor JVM. Those tests come last, as
+they decommission executors 1 and 2.
 """
 
+import os
+import signal
 import tempfile
 import time
 from pathlib import Path
@@ -13,22 +21,26 @@ import numpy as np
 import pytest
 
 import spark_plugin
-from spark_plugin.wrangler import Wrangler, running
-from spark_plugin.wrangler._jvm import JvmHolds
-from tests.helpers import eventually
+from spark_plugin.wrangler import StragglerPredictor, Wrangler, build_dataset, running
+from spark_plugin.wrangler._jvm import JvmDecisions, JvmHolds
+from tests.helpers import eventually, executor_ids
 
-from .jobs import flag_model, in_background, launches_inside
+from .jobs import executor_pid, flag_model, in_background, launches_inside
+from .synthetic import telemetry
 
 pytestmark = pytest.mark.spark
 
-INTERVAL_MS, CAP_MS = 200, 3000
+INTERVAL_MS, CAP_MS = 200, 60_000
+FLAG_ONE = flag_model(Path(tempfile.mkdtemp(prefix="sparkrm-wrangler-")) / "flag-1.json", "1")
 SPARK_SESSION = dict(
     master="local-cluster[3,1,1024]",
     features=["wrangler"],
     conf={"spark.wrangler.interval": f"{INTERVAL_MS}ms", "spark.wrangler.hold.maxDuration": f"{CAP_MS}ms",
           "spark.wrangler.train.warmup": "1h", "spark.sparkrm.telemetry.dir": "{session_dir}/telemetry",
-          "spark.locality.wait": "0", "spark.wrangler.guard.enabled": "false"},  # the mechanism alone: holds of
-)                                                                                # healthy executors (test_safety: the guard)
+          "spark.locality.wait": "0", "spark.wrangler.model.path": str(FLAG_ONE),
+          "spark.decommission.enabled": "true", "spark.scheduler.barrier.maxConcurrentTasksCheck.interval": "1s",
+          "spark.wrangler.guard.enabled": "false"},  # the mechanism alone: holds of healthy executors
+)                                                    # (test_safety: the guard)
 
 
 @pytest.fixture(scope="module")
@@ -39,13 +51,11 @@ def tm(spark):
 @pytest.fixture(scope="module")
 def holds(spark):
     """The JVM holds, with the session's own loop stopped so that only the test holds and releases."""
+    eventually(lambda: len(executor_ids(spark)) == 3)
     loop = running(spark)
     if loop is not None:
         loop.stop()
     return JvmHolds(spark)
-
-
-FLAG_ONE = flag_model(Path(tempfile.mkdtemp(prefix="sparkrm-wrangler-")) / "flag-1.json", "1")
 
 
 def sleepy_job(spark, tasks=60, seconds=0.1):
@@ -54,10 +64,19 @@ def sleepy_job(spark, tasks=60, seconds=0.1):
         lambda x: (time.sleep(seconds), x * x)[1]).sum()
 
 
-def test_session_starts_the_predictor_loop_without_a_model(spark):
+def test_a_json_model_in_the_conf_alone_is_installed_by_the_jvm_which_holds_what_it_flags(spark, tm):
+    # First in the file: the session's own decisions run with the model of spark.wrangler.model.path, which
+    # flags executor 1; Python only reads them back (as a spark-submit application with no Python would hold).
     loop = eventually(lambda: running(spark))
-    assert loop.predictor_ is None and loop.mode_ == "hold" and loop.interval_ms_ == INTERVAL_MS
-    eventually(lambda: loop.ticks_ >= 3)
+    assert JvmDecisions(spark).has_model() and loop.predictor_ is None and loop.mode_ == "hold"
+    eventually(lambda: any(d["action"] == "held" for d in loop.decisions_))
+    mark = tm.mark()
+    assert sleepy_job(spark, tasks=30) == sum(x * x for x in range(30))
+    records = tm.records(since=mark)
+    holds = records["wrangler_hold"].to_pylist()
+    assert {h["executorId"] for h in holds} <= {"1"} and launches_inside(records["task"].to_pylist(), holds) == []
+    assert {(d["executorId"], d["why"]) for d in loop.decisions_} == {("1", "model")}
+    assert loop.ticks_ >= 3 and len(loop.predict_seconds_) >= 1
 
 
 def test_every_executor_sends_node_samples_every_interval(tm):
@@ -104,22 +123,16 @@ def test_the_last_open_executor_is_never_held(holds):
     assert holds.release("0") and holds.release("1") and holds.current() == []
 
 
-def test_the_loop_holds_a_flagged_executor_while_it_stays_flagged(spark, tm, holds):  # holds: session loop off
-    mark = tm.mark()
-    loop = Wrangler(spark, predictor=FLAG_ONE).start()
+def test_a_model_trained_in_python_is_exported_and_installed_in_the_jvm(spark, holds):  # holds: session's off
+    tasks, nodes = telemetry(seed=3, seconds=200)
+    predictor = StragglerPredictor(min_node_tasks=50).fit(build_dataset(tasks, nodes, max_age_ms=2000))
+    loop = Wrangler(spark, predictor=predictor).start()
     try:
-        eventually(lambda: any(d["action"] == "held" for d in loop.decisions_))
-        assert sleepy_job(spark) == sum(x * x for x in range(60))
+        assert loop.predictor_ is predictor and JvmDecisions(spark).has_model()
+        scored = len(loop.predict_seconds_)
+        eventually(lambda: len(loop.predict_seconds_) > scored + 2)  # scores the executors' counters with it
     finally:
         loop.stop()
-    records = tm.records(since=mark)
-    hold = records["wrangler_hold"].to_pylist()
-    assert hold and {h["executorId"] for h in hold} == {"1"}
-    assert {d["executorId"] for d in loop.decisions_} == {"1"}
-    tasks = records["task"].to_pylist()
-    assert len(tasks) == 60 and launches_inside(tasks, hold) == []
-    assert all(h["endReason"] in ("cap", "released", "expired") for h in hold)
-    assert len(loop.predict_seconds_) >= 1 and loop.predictor_ is None  # a JSON model: nothing for Python
 
 
 def test_hint_mode_holds_nothing_and_records_what_it_would_delay(spark, tm):
@@ -132,3 +145,46 @@ def test_hint_mode_holds_nothing_and_records_what_it_would_delay(spark, tm):
         loop.stop()
     assert {(d["executorId"], d["action"]) for d in loop.decisions_} == {("1", "hint")}
     assert tm.records(since=mark)["wrangler_hold"].num_rows == 0
+
+
+def hold_records(tm, mark):
+    return eventually(lambda: tm.records(since=mark)["wrangler_hold"].to_pylist() or None)
+
+
+def test_a_barrier_job_that_finds_too_few_slots_ends_every_hold_and_runs(spark, tm, holds):
+    mark = tm.mark()
+    assert holds.hold("1", 60_000, 0.9) == "held"
+    rdd = spark.sparkContext.parallelize(range(30), 3).barrier().mapPartitions(lambda part: [sum(part)])
+    assert sorted(rdd.collect()) == sorted(sum(range(i * 10, i * 10 + 10)) for i in range(3))
+    hold = hold_records(tm, mark)
+    assert [(h["executorId"], h["endReason"]) for h in hold] == [("1", "barrier")]
+    assert holds.hold("1", 1000, 0.9) == "held" and holds.release("1")  # nothing waits any more
+
+
+def assert_decommissioned_after_the_hold(spark, tm, mark, executor_id):
+    hold = hold_records(tm, mark)
+    assert [(h["executorId"], h["endReason"]) for h in hold] == [(executor_id, "decommission")]
+
+    def removed():
+        events = tm.records(since=mark)["executor"].to_pylist()
+        return [e for e in events if e["executorId"] == executor_id and e["event"] == "removed"] or None
+
+    assert "decommission" in str(eventually(removed, timeout=60)[0]).lower()
+    assert spark.sparkContext.parallelize(range(100), 6).map(lambda x: x * x).sum() == sum(x * x for x in range(100))
+
+
+def test_a_decommission_the_driver_asks_for_a_held_executor_waits_for_the_release(spark, tm, holds):
+    mark = tm.mark()
+    assert holds.hold("1", 60_000, 0.9) == "held"
+    jvm = spark.sparkContext._jvm
+    info = jvm.org.apache.spark.scheduler.ExecutorDecommissionInfo("worker drained", jvm.scala.Option.empty())
+    backend = spark.sparkContext._jsc.sc().schedulerBackend()
+    assert not backend.decommissionExecutor("1", info, False, False)  # what dynamic allocation or a worker asks
+    assert_decommissioned_after_the_hold(spark, tm, mark, "1")
+
+
+def test_a_held_executor_that_is_signalled_to_decommission_is_released_and_decommissions(spark, tm, holds):
+    mark = tm.mark()
+    assert holds.hold("2", 60_000, 0.9) == "held"
+    os.kill(executor_pid(spark, "2"), signal.SIGPWR)  # what a spot preemption or a node drain sends
+    assert_decommissioned_after_the_hold(spark, tm, mark, "2")

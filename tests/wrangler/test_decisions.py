@@ -14,9 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.plain_jvm import plain_jvm
+import numpy as np
+
+from spark_plugin.wrangler import StragglerPredictor, build_dataset, is_flagged
+from tests.plain_jvm import doubles, plain_jvm
 
 from .jobs import flag_model
+from .synthetic import telemetry
 
 pytestmark = pytest.mark.spark  # a JVM
 
@@ -91,17 +95,45 @@ class Probe:
 def test_the_rule_holds_the_most_confident_flagged_executors_and_never_all(jvm):
     choose = jvm.dev.sparkrm.wrangler.JvmDecisions.choose
     preds = {"1": (1.0, 0.95), "2": (0.5, 0.80), "3": (0.2, 0.75), "4": (0.9, 0.6), "5": (-0.1, 0.99)}
-    java = jvm.java.util.HashMap()
-    for ex, sc in preds.items():
-        java.put(ex, jvm.java.lang.reflect.Array.newInstance(jvm.java.lang.Double.TYPE, 2))
-        for i, v in enumerate(sc):
-            jvm.java.lang.reflect.Array.setDouble(java.get(ex), i, v)
+    java = java_predictions(jvm, preds)
     assert list(choose(java, 0.7, 5)) == ["1", "2", "3"]  # "4": confidence 0.6; "5": negative score
     assert list(choose(java, 0.7, 3)) == ["1", "2"]
     assert list(choose(java, 0.7, 2)) == ["1"]
     assert list(choose(java, 0.7, 1)) == []
     assert list(choose(java, 0.9, 5)) == ["1"]
     assert list(choose(java, 0.0, 6)) == ["1", "2", "3", "4"]  # p 0 keeps only the score test
+
+
+def java_predictions(jvm, predictions: dict):
+    """``executor -> (score, confidence)`` as the ``Map<String, double[]>`` ``JvmDecisions.choose`` takes."""
+    java = jvm.java.util.HashMap()
+    for ex, sc in predictions.items():
+        java.put(ex, doubles(jvm, sc))
+    return java
+
+
+def test_the_jvm_scores_an_exported_model_as_python_does_and_flags_by_the_rule(jvm, tmp_path):
+    tasks, nodes = telemetry(seed=3, seconds=400)
+    data = build_dataset(tasks, nodes, max_age_ms=2000)
+    predictor = StragglerPredictor(min_node_tasks=50).fit(data)
+    assert list(predictor.node_models_) == ["2"]  # "2" by its own model, the others by the multi-task one
+    model = jvm.dev.sparkrm.wrangler.WranglerModel.load(str(predictor.save(tmp_path / "model.json")))
+    rng = np.random.default_rng(0)
+    rows = data.X[rng.choice(len(data), 40, replace=False)]
+    rows[0, 1] = np.nan  # a counter missing from a sample
+    rows[1] *= 5  # beyond the training range: clipped
+    names = ["0", "1", "2", "7"] * 10  # "7": never seen in training
+    workloads = ["default"] * 30 + ["other"] * 10
+    scores, confidences = predictor.predict(rows, names, workloads)
+    scored = [list(model.predict(doubles(jvm, row), name, workload)) for row, name, workload in zip(rows, names, workloads)]
+    np.testing.assert_allclose([s for s, _ in scored], scores, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose([c for _, c in scored], confidences, rtol=1e-9, atol=1e-12)
+    choose = jvm.dev.sparkrm.wrangler.JvmDecisions.choose
+    for p in (0.0, 0.3, 0.7, 0.95):  # the JVM flags exactly what offline evaluation counts as flagged
+        for start in range(0, 40, 4):
+            batch = {str(i): (float(scores[i]), float(confidences[i])) for i in range(start, start + 4)}
+            flagged = [ex for ex, (s, c) in batch.items() if is_flagged(s, c, p)]
+            assert sorted(choose(java_predictions(jvm, batch), p, 5)) == sorted(flagged)
 
 
 def test_a_hold_expires_at_its_own_end_renews_up_to_the_cap_and_the_executor_then_rests_one_interval(jvm):

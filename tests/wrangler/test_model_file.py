@@ -25,6 +25,8 @@ from spark_plugin.keys import KEYS
 from spark_plugin.wrangler import StragglerPredictor, build_dataset
 from spark_plugin.wrangler.export import to_json
 
+from tests.plain_jvm import doubles
+
 from .synthetic import telemetry
 
 KEY = "spark.wrangler.model.path"
@@ -250,16 +252,8 @@ def test_python_and_the_jvm_judge_every_model_alike_and_an_accepted_one_always_s
     if python is None:
         model = jvm.dev.sparkrm.wrangler.WranglerModel.load(str(path))
         raw = [float("nan") if v is None else v for v in sample[:len(doc["features"])]]
-        score, confidence = model.predict(java_doubles(jvm, raw), node, workload)
+        score, confidence = model.predict(doubles(jvm, raw), node, workload)
         assert np.isfinite(score) and 0 <= confidence <= 1
     else:
         assert "\n" not in python and python.startswith(f"{KEY}={path} is not a valid Wrangler model: ")
 
-
-def java_doubles(jvm, values):
-    """A Java ``double[]`` (plain_jvm yields no gateway to call ``new_array`` on)."""
-    reflect = jvm.java.lang.reflect.Array
-    array = reflect.newInstance(jvm.java.lang.Double.TYPE, len(values))
-    for i, v in enumerate(values):
-        reflect.setDouble(array, i, float(v))
-    return array
