@@ -46,3 +46,22 @@ def python_refusal(conf: dict) -> str | None:
     except ConfigError as e:
         return str(e)
     return None
+
+
+class ManualClock:
+    """A clock for code that takes one (``clock=``): it reads ``now`` and moves only when the test says.
+
+    ``tick`` > 0 moves it that much after each reading, for code that must see time pass between two
+    readings the test cannot reach (the start and end of a write).
+    """
+
+    def __init__(self, now: float = 0.0, tick: float = 0.0):
+        self.now, self.tick = now, tick
+
+    def __call__(self) -> float:
+        now = self.now
+        self.now += self.tick
+        return now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds

@@ -109,13 +109,24 @@ def fit(estimator, df, job, *, params: dict | None = None, keep_partitions: bool
             feed.close(job.name)
 
 
-class _Relay:
-    """Moves the job's logged objectives from the JVM feed to ``job`` while the estimator trains."""
+def _epoch_ms() -> float:
+    """The wall clock in ms since the epoch: the JVM feed stamps each objective with the same clock."""
+    return time.time() * 1000.0
 
-    def __init__(self, feed, job, objective: Objective | None, cores: int, poll_s: float):
+
+class _Relay:
+    """Moves the job's logged objectives from the JVM feed to ``job`` while the estimator trains.
+
+    An iteration's wall time is the gap between its objective's stamp and the previous one (the first:
+    since the relay started), less the time the fit was held meanwhile; ``clock_ms`` is the clock the
+    stamps are compared with (tests pass one they move).
+    """
+
+    def __init__(self, feed, job, objective: Objective | None, cores: int, poll_s: float, clock_ms=_epoch_ms):
         self.feed, self.job, self.objective, self.cores, self.poll_s = feed, job, objective, cores, poll_s
         self.iteration = len(job.history)  # a job may fit several models: keep counting
-        self._last_ms = time.time() * 1000.0
+        self._clock_ms = clock_ms
+        self._last_ms = clock_ms()
         self._held_since: float | None = None  # epoch ms the fit was last held, while it is
         self._held_ms = 0.0  # time held since the last reported iteration: not the iteration's
         self._done = threading.Event()
@@ -138,7 +149,7 @@ class _Relay:
         """Tell the JVM when the fit's hold changes (not every poll), and keep the time spent held."""
         if hold == (self._held_since is not None):
             return
-        now = time.time() * 1000.0
+        now = self._clock_ms()
         if hold:
             self._held_since = now
         else:

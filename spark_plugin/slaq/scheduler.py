@@ -27,6 +27,7 @@ import copy
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..pools import fair_pool, fair_scheduling
@@ -56,19 +57,20 @@ class IterationClock:
     and counted on the fewest cores any of them had.
     """
 
-    def __init__(self):
+    def __init__(self, clock: Callable[[], float] = time.perf_counter):
+        self._clock = clock
         self._running: tuple[float, int] | None = None
 
     def started(self, cores: int) -> None:
         if self._running is None:
-            self._running = (time.perf_counter(), cores)
+            self._running = (self._clock(), cores)
         else:
             self._running = (self._running[0], min(self._running[1], cores))
 
     def stopped(self) -> tuple[float | None, int | None]:
         """``(wall seconds, cores)`` of the iteration that just ended, ``(None, None)`` if none was timed."""
         running, self._running = self._running, None
-        return (None, None) if running is None else (time.perf_counter() - running[0], running[1])
+        return (None, None) if running is None else (self._clock() - running[0], running[1])
 
 
 class TrainingJob:
@@ -88,7 +90,7 @@ class TrainingJob:
         self.core_seconds = 0.0  # cores granted x time, what the fair baseline rotates on
         self._scheduler = scheduler
         self._steps = 0
-        self._clock = IterationClock()
+        self._clock = IterationClock(scheduler._time)
 
     def wait_for_cores(self, timeout: float | None = None) -> int:
         """Block until this job holds cores, route the calling thread's next Spark jobs to them, return how many.
@@ -159,6 +161,9 @@ class SlaqScheduler:
         Seconds between decisions (the thesis uses hundreds of ms to a few s).
     predictor : LossPredictor, default=None
         The loss predictor; default ``LossPredictor()``.
+    clock : callable, default=time.perf_counter
+        Seconds (any origin) that every time-based decision and record reads: epochs, grants' core
+        seconds, iteration times, the timeline, waits for cores. Tests pass a clock they move.
 
     Examples
     --------
@@ -168,7 +173,7 @@ class SlaqScheduler:
     """
 
     def __init__(self, spark, *, cores: int | None = None, policy: str = "slaq", epoch_s: float = 1.0,
-                 predictor: LossPredictor | None = None):
+                 predictor: LossPredictor | None = None, clock: Callable[[], float] = time.perf_counter):
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {sorted(POLICIES)}. Got {policy!r}.")
         if not (isinstance(epoch_s, (int, float)) and epoch_s > 0):
@@ -189,12 +194,13 @@ class SlaqScheduler:
         self._poked = False
         self._stopped = False
         self._thread: threading.Thread | None = None
-        self._started = time.perf_counter()
+        self._time = clock
+        self._started = clock()
         self._last_decision = 0.0
 
     def clock(self) -> float:
         """Seconds since the scheduler was created (the time base of reports and the timeline)."""
-        return time.perf_counter() - self._started
+        return self._time() - self._started
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> "SlaqScheduler":
@@ -243,7 +249,7 @@ class SlaqScheduler:
 
     def reallocate(self) -> dict:
         """Decide every active job's cores now; returns ``{job: cores}``."""
-        started = time.perf_counter()
+        started = self._time()
         with self._lock:
             now = self.clock()
             for job in self.jobs.values():  # account the grants that end now
@@ -263,7 +269,7 @@ class SlaqScheduler:
             for job in active:
                 job.cores = 0 if job.finished else grant.get(job.name, 0)
             self._lock.notify_all()
-        record = EpochRecord(now, dict(grant), 1000 * (time.perf_counter() - started))
+        record = EpochRecord(now, dict(grant), 1000 * (self._time() - started))
         self.timeline.append(record)
         return record.cores
 
@@ -294,14 +300,14 @@ class SlaqScheduler:
         self._lock.notify_all()
 
     def _wait_for_cores(self, job: TrainingJob, timeout: float | None) -> int:
-        deadline = None if timeout is None else time.perf_counter() + timeout
+        deadline = None if timeout is None else self._time() + timeout
         with self._lock:
             while True:
                 if job.finished or self._stopped:
                     raise RuntimeError(f"SLAQ job {job.name!r} cannot run: it has finished or the scheduler stopped.")
                 if job.cores > 0:
                     return job.cores
-                left = None if deadline is None else deadline - time.perf_counter()
+                left = None if deadline is None else deadline - self._time()
                 if left is not None and left <= 0:
                     raise TimeoutError(f"SLAQ job {job.name!r} got no cores within {timeout} s.")
                 self._lock.wait(left)
