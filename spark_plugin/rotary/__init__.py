@@ -3,12 +3,16 @@
 * :func:`progressive` / :class:`ProgressiveQuery`: run a query batch by batch, with an estimate and
   confidence intervals after each batch, checkpoint and resume;
 * :mod:`.queries`: the progressive query specs (TPC-H ones ship in ``queries/``);
-* :func:`prepare`: the batched copy of the fact tables.
+* :func:`prepare`: the batched copy of the fact tables;
+* :func:`progressive_query`: any plain aggregate query (SQL or DataFrame) over the user's own tables, its
+  progressive form derived from Spark's analysis of it (``progressive(spark, sql)`` iterates over it).
 """
 
 from .batches import BatchDataError, BatchedData, prepare
 from .engine import ProgressiveQuery, Snapshot, progressive
 from .spec import QuerySpec, QuerySpecError, available, load
+from .sqlquery import QueryError
+from .sqlquery import query as progressive_query
 
-__all__ = ["BatchDataError", "BatchedData", "ProgressiveQuery", "QuerySpec", "QuerySpecError", "Snapshot",
-           "available", "load", "prepare", "progressive"]
+__all__ = ["BatchDataError", "BatchedData", "ProgressiveQuery", "QueryError", "QuerySpec", "QuerySpecError",
+           "Snapshot", "available", "load", "prepare", "progressive", "progressive_query"]

@@ -3,11 +3,14 @@
     python -m spark_plugin.rotary run 5 --data ~/.cache/sparkrm/tpch/sf1-parts4 \\
         --until "UNTIL ACC >= 0.99 WITHIN 60 SECONDS"
     python -m spark_plugin.rotary list
+    python -m spark_plugin.rotary sql "select l_returnflag, sum(l_quantity) from lineitem group by l_returnflag" \\
+        --table lineitem=/data/lineitem --until "UNTIL ACC >= 0.99"
 
 ``run`` redraws the estimate (value ± half-width of its interval) after every batch, with the
 fraction processed, the elapsed time and the envelope accuracy, and stops when the criterion is
 met (``--until``; default: every batch). ``--checkpoint DIR`` saves the state when it stops;
-``--resume DIR`` continues a saved run.
+``--resume DIR`` continues a saved run. ``sql`` runs any plain aggregate query over your own tables, its
+progressive form derived from Spark's analysis of it; one it cannot batch runs exactly and says why.
 
 Bad input exits with status 2 and one line (``error: ...``) naming the argument or file and the
 fix. Everything that needs no Spark (criterion, query, folders, numbers, master URL) is checked
@@ -17,6 +20,7 @@ before the JVM starts; a damaged Parquet file is reported by the file when Spark
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import re
 import sys
@@ -63,7 +67,6 @@ def check(args):
         :class:`~spark_plugin.errors.UsageError`, :class:`.criteria.CriterionError`,
         :class:`.queries.QuerySpecError` or :class:`.batches.BatchDataError`.
     """
-    from . import criteria
     from .batches import check_data
     from .engine import read_state
     from .spec import load
@@ -71,19 +74,8 @@ def check(args):
     if not args.resume and not (args.query and args.data):
         raise UsageError("run needs a query and --data (or --resume DIR): e.g. run 6 --data "
                          "~/.cache/sparkrm/tpch/sf1-parts4")
-    if not _MASTER.fullmatch(args.master):
-        raise UsageError(f"--master {args.master!r} is not a Spark master URL: use local[*], local[N], "
-                         "local-cluster[E,C,M] or spark://host:port")
-    if args.batches < 2:
-        raise UsageError(f"--batches must be a whole number >= 2, got {args.batches}")
-    if not 0 < args.confidence < 1:
-        raise UsageError(f"--confidence must lie between 0 and 1 (exclusive), got {args.confidence:g}; e.g. 0.95")
-    if args.window < 2:
-        raise UsageError(f"--window must be a whole number >= 2 (snapshots compared), got {args.window}")
-    try:
-        criterion = criteria.parse(args.until) if args.until else None
-    except criteria.CriterionError as e:
-        raise criteria.CriterionError(f"--until {e}") from None
+    _check_numbers(args)
+    criterion = _criterion(args)
     if args.resume:
         try:
             state = read_state(args.resume)
@@ -157,11 +149,117 @@ def run(args, criterion=None) -> int:
     return 0
 
 
+def check_sql(args):
+    """Check a ``sql`` command's arguments that need no Spark; return the parsed criterion (or None)."""
+    if not args.query.strip():
+        raise UsageError("sql needs a query, e.g. sql \"select l_returnflag, sum(l_quantity) from lineitem group "
+                         "by l_returnflag\" --table lineitem=/data/lineitem")
+    _check_numbers(args)
+    for table in args.table or []:
+        name, eq, path = table.partition("=")
+        if not eq or not name.strip().isidentifier() or not path.strip():
+            raise UsageError(f"--table {table!r} must be NAME=PATH (a Parquet file or folder), e.g. "
+                             "--table sales=/data/sales")
+        if not Path(path).expanduser().exists():
+            raise UsageError(f"--table {table!r}: {path} does not exist; give a Parquet file or folder")
+    return _criterion(args)
+
+
+def _check_numbers(args) -> None:
+    """The master URL, batch count, confidence and window of a ``run`` or ``sql`` command."""
+    if not _MASTER.fullmatch(args.master):
+        raise UsageError(f"--master {args.master!r} is not a Spark master URL: use local[*], local[N], "
+                         "local-cluster[E,C,M] or spark://host:port")
+    if args.batches < 2:
+        raise UsageError(f"--batches must be a whole number >= 2, got {args.batches}")
+    if not 0 < args.confidence < 1:
+        raise UsageError(f"--confidence must lie between 0 and 1 (exclusive), got {args.confidence:g}; e.g. 0.95")
+    if args.window < 2:
+        raise UsageError(f"--window must be a whole number >= 2 (snapshots compared), got {args.window}")
+
+
+def _criterion(args):
+    from . import criteria
+
+    try:
+        return criteria.parse(args.until) if args.until else None
+    except criteria.CriterionError as e:
+        raise criteria.CriterionError(f"--until {e}") from None
+
+
+def render_sql(snapshot, aggregates, accuracy: float, max_rows: int = 20):
+    from rich.table import Table
+
+    title = (f"batch {snapshot.batch}/{snapshot.batches} ({snapshot.fraction:.0%}), {snapshot.elapsed_s:.1f} s, "
+             f"envelope accuracy {accuracy:.3f}"
+             + (" - exact" if snapshot.final else f", {snapshot.confidence:.0%} intervals"))
+    table = Table(title=title, caption="\n".join(snapshot.notes) or None)
+    for column in snapshot.result.columns:
+        table.add_column(str(column), justify="right" if column in aggregates else "left")
+    for i, row in enumerate(snapshot.result.head(max_rows).itertuples(index=False, name=None)):
+        table.add_row(*[_format(value, snapshot.ci.iat[i, snapshot.ci.columns.get_loc(c)]
+                                if c in aggregates and c in snapshot.ci.columns else None)
+                        for c, value in zip(snapshot.result.columns, row)])
+    return table
+
+
+def run_sql(args, criterion=None) -> int:
+    """Run the plain query of a ``sql`` command (already :func:`check_sql`-ed) with a live table."""
+    from rich.console import Console
+    from rich.live import Live
+
+    import spark_plugin
+
+    from . import criteria
+    from .accuracy import Envelope
+    from .sqlquery import ExactQuery, QueryError, query
+
+    spark = spark_plugin.session(args.master, features=[], conf={"spark.ui.showConsoleProgress": "false"})
+    spark.sparkContext.setLogLevel(args.log_level)
+    try:
+        for table in args.table or []:
+            name, _, path = table.partition("=")
+            spark.read.parquet(str(Path(path).expanduser())).createOrReplaceTempView(name.strip())
+        logging.getLogger("SQLQueryContextLogger").disabled = True  # pyspark would print the error as JSON too
+        try:
+            job = query(spark, args.query, args.batches, args.seed, confidence=args.confidence,
+                        layouts=getattr(args, "layouts", None))
+        except QueryError as e:
+            raise QueryError(f"{e} (on this command line: --table NAME=PATH registers a Parquet folder)") from None
+        exact = isinstance(job, ExactQuery)
+        envelope = None if exact else Envelope(job.spec, args.window)
+        aggregates = [] if exact else job.spec.aggregates
+        estimate = 0.0
+        console = Console(width=None if sys.stdout.isatty() else 160)
+        with Live(console=console, refresh_per_second=4) as live:
+            for epoch, snapshot in enumerate(job, 1):
+                previous, estimate = estimate, (1.0 if exact else envelope.add(snapshot.result))
+                live.update(render_sql(snapshot, aggregates, estimate))
+                progress = criteria.Progress(snapshot.elapsed_s, epoch, estimate, previous, complete=snapshot.final)
+                if criterion and criterion.status(progress) != criteria.RUNNING:
+                    console.print(f"{criterion}: {criterion.status(progress)}")
+                    break
+        job.close()
+    finally:
+        spark.stop()
+    return 0
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse whose errors are one line (``error: ...``) and exit 2, as every other bad input here."""
 
     def error(self, message):
         self.exit(2, f"error: {message} (see {self.prog} --help)\n")
+
+
+def _run_options(parser) -> None:
+    """The options ``run`` and ``sql`` share."""
+    parser.add_argument("--batches", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the batch split and order")
+    parser.add_argument("--confidence", type=float, default=0.95)
+    parser.add_argument("--window", type=int, default=3, help="envelope window (default 3)")
+    parser.add_argument("--until", help="a completion criterion, e.g. 'UNTIL ACC >= 0.95 WITHIN 60 SECONDS'")
+    parser.add_argument("--master", default="local[*]")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -172,17 +270,19 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run one query progressively")
     r.add_argument("query", nargs="?", help="TPC-H query number or a spec file")
     r.add_argument("--data", help="TPC-H Parquet folder (one sub-folder per table)")
-    r.add_argument("--batches", type=int, default=20)
-    r.add_argument("--seed", type=int, default=0, help="seed of the batch split and order")
-    r.add_argument("--confidence", type=float, default=0.95)
-    r.add_argument("--window", type=int, default=3, help="envelope window (default 3)")
-    r.add_argument("--until", help="a completion criterion, e.g. 'UNTIL ACC >= 0.95 WITHIN 60 SECONDS'")
-    r.add_argument("--master", default="local[*]")
+    _run_options(r)
     r.add_argument("--checkpoint", help="save the state here when the run stops")
     r.add_argument("--resume", help="continue from a checkpoint folder")
     r.add_argument("--log-level", default="FATAL", type=str.upper, choices=LOG_LEVELS,
                    help="Spark's log level once it runs (default FATAL: errors reach you as one line; WARN or "
                         "INFO to see Spark's own messages)")
+    q = sub.add_parser("sql", help="run a plain aggregate query over your own tables progressively")
+    q.add_argument("query", help="the SQL text; tables are catalog tables, --table views or parquet.`path`")
+    q.add_argument("--table", action="append", metavar="NAME=PATH",
+                   help="register a Parquet file or folder as temporary view NAME (repeatable)")
+    _run_options(q)
+    q.add_argument("--log-level", default="FATAL", type=str.upper, choices=LOG_LEVELS,
+                   help="Spark's log level once it runs (default FATAL)")
     return parser
 
 
@@ -194,6 +294,8 @@ def main(argv=None) -> int:
         print(" ".join(f"Q{q}" for q in available()))
         return 0
     try:
+        if args.command == "sql":
+            return run_sql(args, check_sql(args))
         return run(args, check(args))
     except ValueError as e:  # bad query, criterion, data or checkpoint: say it without a traceback
         print(f"error: {e}", file=sys.stderr)

@@ -55,9 +55,11 @@ class Envelope:
 
     def add(self, result: pd.DataFrame) -> float:
         """Take the next snapshot's answer and return the estimated accuracy."""
-        keys = list(self.spec.keys)
+        keys = [k for k in self.spec.keys if k in result.columns]  # a derived spec may group by unshown keys
         cells = result.set_index(keys) if keys else result
-        self._recent.append(cells[self.spec.aggregates].astype(float))
+        if not cells.index.is_unique:
+            cells = cells.reset_index(drop=True)
+        self._recent.append(cells[self.spec.aggregates].apply(pd.to_numeric, errors="coerce").astype(float))
         return self.estimate()
 
     def estimate(self) -> float:

@@ -53,6 +53,8 @@ class Snapshot:
     result: pd.DataFrame  # the query's columns: keys exact, aggregates estimated
     ci: pd.DataFrame  # keys plus the half-width of each aggregate's confidence interval
     confidence: float
+    exact_reason: str | None = None  # why a plain query ran exactly in one step (None: it ran progressively)
+    notes: tuple[str, ...] = ()  # what else the answer's reader should know (running values, HAVING, ...)
 
     @property
     def fraction(self) -> float:
@@ -291,7 +293,7 @@ class ProgressiveQuery:
         return out
 
     def _new_totals(self, partials: pd.DataFrame) -> RunningTotals:
-        return RunningTotals(self.spec.keys, self.spec.check_partials(list(partials.columns)))
+        return RunningTotals(self.spec.keys, self.spec.check_partials(list(partials.columns)), dict(self.spec.kinds))
 
     # -- checkpoint and resume ---------------------------------------------------------------
     def checkpoint(self, path) -> Path:
@@ -366,6 +368,15 @@ def next_chunk(done: int, batches: int, growth: float) -> int:
     return left if left - size < size else size
 
 
-def progressive(spark, query, data, batches: int = 20, **options):
-    """Yield a :class:`Snapshot` after each batch of ``query`` (a TPC-H number or a spec path)."""
+def progressive(spark, query, data=None, batches: int = 20, **options):
+    """Yield a :class:`Snapshot` after each batch of ``query``.
+
+    ``query`` is a TPC-H number or a spec path over the TPC-H folder ``data``; or, without ``data``, a plain
+    aggregate query over the user's own tables (SQL text or a DataFrame), whose progressive form is derived
+    from Spark's analysis of it (:func:`.sqlquery.query`; a query it cannot batch is answered exactly in one
+    step, and the snapshot's ``exact_reason`` says why)."""
+    if data is None:
+        from .sqlquery import query as plain_query
+
+        return iter(plain_query(spark, query, batches, **options))
     return iter(ProgressiveQuery(spark, query, data, batches, **options))

@@ -3,18 +3,25 @@
 A query spec says, for instance, ``avg_qty = sum_qty / count_order``. The same expression is
 evaluated on exact totals (Python ``Decimal``/``int`` values, so the final answer is exact to the
 cent) and on float totals (for the delta-method confidence interval). Only names, numbers,
-``+ - * /`` and parentheses are accepted: specs are data, never code.
+``+ - * /`` and parentheses are accepted: specs are data, never code. A spec derived from a plain query
+(:mod:`.rewrite`) also uses ``sqrt(...)`` (STDDEV) and, for HAVING, comparisons, ``and``/``or``/``not``,
+``is None`` and string constants, evaluated row by row with SQL's NULL logic (:meth:`Expression.test`).
 """
 
 from __future__ import annotations
 
 import ast
+import math
 import operator
 from decimal import Decimal
 
+import numpy as np
 import pandas as pd
 
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
+_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+            ast.Gt: operator.gt, ast.GtE: operator.ge}
+_FUNCTIONS = {"sqrt"}
 
 
 class Expression:
@@ -31,12 +38,20 @@ class Expression:
     def _check(self, node) -> set[str]:
         if isinstance(node, ast.Name):
             return {node.id}
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+        if isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, (int, float, str))):
             return set()
         if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
             return self._check(node.left) | self._check(node.right)
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.Not)):
             return self._check(node.operand)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS \
+                and len(node.args) == 1 and not node.keywords:
+            return self._check(node.args[0])
+        if isinstance(node, ast.BoolOp):
+            return set().union(*(self._check(v) for v in node.values))
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and (
+                type(node.ops[0]) in _COMPARE or isinstance(node.ops[0], (ast.Is, ast.IsNot))):
+            return self._check(node.left) | self._check(node.comparators[0])
         raise ValueError(f"{self.text!r}: only column names, numbers, + - * / and parentheses are allowed")
 
     def evaluate(self, columns, exact: bool = False):
@@ -53,13 +68,76 @@ class Expression:
             return Decimal(str(node.value)) if exact else float(node.value)
         if isinstance(node, ast.UnaryOp):
             return -self._eval(node.operand, columns, exact)
+        if isinstance(node, ast.Call):
+            return _sqrt(self._eval(node.args[0], columns, exact))
         left, right = self._eval(node.left, columns, exact), self._eval(node.right, columns, exact)
         if exact and isinstance(node.op, ast.Div):
             return _divide_exactly(left, right)
         return _BINARY[type(node.op)](left, right)
 
+    def test(self, row) -> bool | None:
+        """The value of a predicate over one row (a mapping of name to scalar), with SQL's three-valued logic:
+        None (NULL) where an operand is NULL; a filter keeps the row only when this is True."""
+        return self._scalar(self._tree, row)
+
+    def _scalar(self, node, row):
+        if isinstance(node, ast.Name):
+            value = row[node.id]
+            return None if value is None or (isinstance(value, float) and value != value) else value
+        if isinstance(node, ast.Constant):
+            return Decimal(str(node.value)) if isinstance(node.value, float) else node.value
+        if isinstance(node, ast.BoolOp):
+            values = [self._scalar(v, row) for v in node.values]
+            if isinstance(node.op, ast.And):
+                return False if False in values else (None if None in values else True)
+            return True if True in values else (None if None in values else False)
+        if isinstance(node, ast.UnaryOp):
+            value = self._scalar(node.operand, row)
+            if value is None:
+                return None
+            return (not value) if isinstance(node.op, ast.Not) else -value
+        if isinstance(node, ast.Compare):
+            left, right = self._scalar(node.left, row), self._scalar(node.comparators[0], row)
+            op = node.ops[0]
+            if isinstance(op, (ast.Is, ast.IsNot)):
+                return (left is None) == isinstance(op, ast.Is)
+            if left is None or right is None:
+                return None
+            return _COMPARE[type(op)](*_comparable(left, right))
+        if isinstance(node, ast.Call):
+            value = self._scalar(node.args[0], row)
+            return None if value is None else _sqrt(value)
+        left, right = self._scalar(node.left, row), self._scalar(node.right, row)
+        if left is None or right is None:
+            return None
+        if isinstance(node.op, ast.Div):
+            if right == 0:
+                return None
+            left, right = _comparable(left, right)
+        return _BINARY[type(node.op)](left, right)
+
     def __repr__(self):
         return f"Expression({self.text!r})"
+
+
+def _comparable(left, right):
+    """Two numbers in one type (a float with a Decimal: both Decimal), anything else as it is."""
+    if isinstance(left, float) and isinstance(right, Decimal):
+        return Decimal(repr(left)), right
+    if isinstance(right, float) and isinstance(left, Decimal):
+        return left, Decimal(repr(right))
+    return left, right
+
+
+def _sqrt(value):
+    """Square root of a scalar, array or Series; NULL (None) stays NULL, a negative value gives NaN."""
+    if isinstance(value, pd.Series):
+        return value.map(lambda v: None if v is None else _sqrt(v))
+    if isinstance(value, Decimal):
+        return value.sqrt() if value >= 0 else Decimal("NaN")
+    if isinstance(value, (int, float)):
+        return math.sqrt(value) if value >= 0 else float("nan")
+    return np.sqrt(value)
 
 
 def _divide_exactly(left, right):

@@ -103,12 +103,19 @@ class QuerySpec:
     attributes_sql: str | None = None  # the SQL they come from (the keys plus the attributes)
     description: str = ""
     path: Path | None = field(default=None, compare=False)
+    # What a spec derived from a plain query (:mod:`.rewrite`) adds; hand specs leave them empty.
+    kinds: tuple[tuple[str, str], ...] = ()  # (total, "min" | "max" | "set"): running, not summed
+    having: Expression | None = None  # a predicate over the outputs, applied to each estimate
+    nulls_first: tuple[bool, ...] = ()  # per @order item (empty: NULLs last, as pandas sorts)
+    types: tuple[tuple[str, str], ...] = ()  # (output, Spark type): values are given that type
+    hidden: tuple[str, ...] = ()  # outputs computed for ordering only, not shown
+    derived: bool = False  # made by the rewriter: its partial query always groups by the batch
 
     @property
     def by_batch(self) -> bool:
         """Whether the SQL returns and groups by the batch column, so one query can answer several
         batches (the shipped specs do; a spec that does not is run one batch per query)."""
-        return re.search(rf"\b{BATCH_COLUMN}\b", self.sql) is not None
+        return self.derived or re.search(rf"\b{BATCH_COLUMN}\b", self.sql) is not None
 
     @property
     def sampled_tables(self) -> tuple[str, ...]:
@@ -118,11 +125,20 @@ class QuerySpec:
     @property
     def aggregates(self) -> list[str]:
         """Output columns that are estimates (everything but the group keys and their attributes)."""
-        return [o.name for o in self.outputs if o.name not in self.keys and o.name not in self.attributes]
+        return [o.name for o in self.outputs if o.name not in self.keys and o.name not in self.attributes
+                and o.name not in self.hidden]
 
     @property
     def columns(self) -> list[str]:
-        return [o.name for o in self.outputs]
+        """The answer's columns (hidden ones left out)."""
+        return [o.name for o in self.outputs if o.name not in self.hidden]
+
+    @property
+    def running(self) -> list[str]:
+        """Output columns computed from a running (not summed) total, so without an interval."""
+        kinds = dict(self.kinds)
+        return [o.name for o in self.outputs if o.name in self.aggregates
+                and any(n in kinds for n in (o.expression.names if o.derived else [o.name]))]
 
     def check_partials(self, partial_columns: list[str]) -> list[str]:
         """The total columns of the SQL's result; raises if an output names an unknown column."""

@@ -12,7 +12,7 @@ freedom: after a handful of batches the normal quantile would cover too little.
 
 from __future__ import annotations
 
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from itertools import combinations_with_replacement
 from pathlib import Path
 
@@ -32,9 +32,14 @@ class RunningTotals:
     many-column key cost seconds per batch for queries with 10^4-10^5 groups (TPC-H Q10, Q3).
     """
 
-    def __init__(self, keys: list[str], totals: list[str]):
+    def __init__(self, keys: list[str], totals: list[str], kinds: dict | None = None):
         self.keys = list(keys) or [ALL_ROWS_KEY]
         self.totals = list(totals)
+        #: Totals that are not summed over batches: "min", "max" (running extremes) or "set" (the distinct
+        #: values seen, for COUNT DISTINCT). They are never scaled and have no interval.
+        self.kinds = {c: k for c, k in (kinds or {}).items() if c in self.totals}
+        self._running = [(self.totals.index(c), k) for c, k in self.kinds.items()]
+        self._summed = np.array([c not in self.kinds for c in self.totals], dtype=bool)
         self.pairs = list(combinations_with_replacement(self.totals, 2))
         self._pair_columns = tuple(np.array([self.totals.index(p[i]) for p in self.pairs], dtype=np.int64)
                                    for i in (0, 1))  # columns of each pair's two totals
@@ -54,11 +59,19 @@ class RunningTotals:
         groups = list(zip(*(partials[k] for k in self.keys)))
         self._grow([g for g in groups if g not in self._row])
         rows = np.array([self._row[g] for g in groups], dtype=np.int64)
-        exact = _numbers([partials[c] for c in self.totals])
+        exact = _numbers([partials[c] if c not in self.kinds else pd.Series(0, index=partials.index)
+                          for c in self.totals])
         floats = exact.astype(float)
         first, second = self._pair_columns
         self._seen[rows] |= np.column_stack([partials[c].notna().to_numpy() for c in self.totals]).reshape(exact.shape)
-        self._exact[rows] += exact
+        if self._running:
+            summed = np.flatnonzero(self._summed)
+            self._exact[np.ix_(rows, summed)] += exact[:, summed]
+        else:
+            self._exact[rows] += exact
+        for j, kind in self._running:
+            for row, value in zip(rows, partials[self.totals[j]]):
+                self._exact[row, j] = _combine(kind, self._exact[row, j], value)
         self._sums[rows] += floats
         self._products[rows] += floats[:, first] * floats[:, second]
         self.batches_done += 1
@@ -70,7 +83,10 @@ class RunningTotals:
             self._row[g] = len(self._row)
         n = len(groups)
         self._keys = np.vstack([self._keys, _key_rows(groups, len(self.keys))])
-        self._exact = np.vstack([self._exact, np.full((n, len(self.totals)), 0, dtype=object)])
+        fresh = np.full((n, len(self.totals)), 0, dtype=object)
+        for j, kind in self._running:
+            fresh[:, j] = [frozenset() if kind == "set" else None for _ in range(n)]
+        self._exact = np.vstack([self._exact, fresh])
         self._sums = np.vstack([self._sums, np.zeros((n, len(self.totals)))])
         self._products = np.vstack([self._products, np.zeros((n, len(self.pairs)))])
         self._seen = np.vstack([self._seen, np.zeros((n, len(self.totals)), dtype=bool)])
@@ -137,46 +153,66 @@ class RunningTotals:
                             columns=[_pair(a, b) for a, b in self.pairs])
 
     def estimate(self, spec: QuerySpec, batches: int, confidence: float) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """The answer's estimate (outputs, ordered and limited) and the CI half-widths of its aggregates."""
+        """The answer's estimate (outputs, ordered and limited) and the CI half-widths of its aggregates.
+
+        Running totals (``spec.kinds``: MIN, MAX, the distinct values of a COUNT DISTINCT) are shown as they
+        stand, unscaled, without an interval (NaN half-width). A derived spec's ``having`` keeps the groups
+        whose estimate passes it, ``types`` give each output Spark's type (a DECIMAL rounded half up to its
+        scale, a DOUBLE computed in floats) and ``nulls_first`` places NULLs as Spark's ORDER BY does."""
         b, exact_groups = self.batches_done, spec.exact_groups
         z = student_t.ppf((1 + confidence) / 2, b - 1) if b > 1 else np.nan
         exact_scale = Decimal(1) if exact_groups else Decimal(batches) / Decimal(b)
         rows = self._answer_candidates(spec, batches)
         exact = self._exact_frame(rows)
-        totals_exact = {c: exact[c].map(lambda v: _times(v, exact_scale)) for c in self.totals}
+        totals_exact = {c: exact[c].map(lambda v: _times(v, exact_scale)) if c not in self.kinds
+                        else exact[c].map(len) if self.kinds[c] == "set" else exact[c] for c in self.totals}
         if not exact_groups:
             sums = self._sums_frame(rows)
             totals_float = {c: sums[c] * (batches / b) for c in self.totals}
             cov = self._covariance(batches, sums, self._products_frame(rows))
+        types = dict(spec.types)
         result = pd.DataFrame(index=exact.index)
         half = pd.DataFrame(index=exact.index)
         seen = pd.DataFrame(self._seen[rows], index=exact.index, columns=self.totals)
         for out in spec.outputs:
             if out.name in spec.keys or out.name in spec.attributes:
                 continue
+            names = list(out.expression.names) if out.derived else [out.name]
+            running = any(n in self.kinds for n in names)
             if out.derived:
-                result[out.name] = out.expression.evaluate(totals_exact, exact=True)
-                var = None if exact_groups else self._delta_variance(out.expression, totals_float, cov)
+                floating = types.get(out.name) in ("double", "float")
+                value = out.expression.evaluate(_as_floats(totals_exact, names) if floating else totals_exact,
+                                                exact=not floating)
+                result[out.name] = value if isinstance(value, pd.Series) else pd.Series(value, index=exact.index)
+                var = None if exact_groups or running else self._delta_variance(out.expression, totals_float, cov)
             else:
                 result[out.name] = totals_exact[out.name]
-                var = None if exact_groups else cov[(out.name, out.name)]
-            half[out.name] = 0.0 if exact_groups else z * np.sqrt(var)  # groups seen whole are exact
-            null = ~seen[list(out.expression.names) if out.derived else [out.name]].all(axis=1)
+                var = None if exact_groups or running else cov[(out.name, out.name)]
+            half[out.name] = np.nan if running else 0.0 if exact_groups else z * np.sqrt(var)
+            null = ~seen[names].all(axis=1)
             if null.any():  # SUM over no value is NULL, and so is arithmetic with it
                 result[out.name] = result[out.name].astype(object).where(~null, None)
                 half[out.name] = half[out.name].where(~null, np.nan)
+            if out.name in types:
+                result[out.name] = _typed(result[out.name], types[out.name])
         result = result.reset_index()
         half = half.reset_index()
         if ALL_ROWS_KEY in result:
             result, half = result.drop(columns=ALL_ROWS_KEY), half.drop(columns=ALL_ROWS_KEY)
-        result = result[[c for c in spec.columns if c not in spec.attributes]]  # attributes: the caller's
+        if spec.having is not None:
+            totals = pd.DataFrame(totals_exact).reset_index(drop=True).to_dict("records")  # the rows' order
+            keep = np.array([spec.having.test({**row, **total}) is True
+                             for row, total in zip(result.to_dict("records"), totals)], dtype=bool)
+            result, half = result[keep], half[keep]
+        shown = [c for c in spec.columns if c not in spec.attributes]  # attributes: the caller's
+        result = result[shown + [c for c in spec.hidden if c not in shown]]
         if spec.order:
-            by = [c for c, _ in spec.order]
-            rank = result[by].apply(lambda s: s.map(_sortable))
-            rank = rank.sort_values(by, ascending=[not desc for _, desc in spec.order], kind="mergesort")
-            result, half = result.loc[rank.index], half.loc[rank.index]
+            result, half = _ordered(result, half, spec)
         if spec.limit is not None:
             result, half = result.head(spec.limit), half.head(spec.limit)
+        if spec.hidden:
+            result = result.drop(columns=list(spec.hidden))
+            half = half.drop(columns=[c for c in spec.hidden if c in half])
         return result.reset_index(drop=True), half.reset_index(drop=True)
 
     def _answer_candidates(self, spec: QuerySpec, batches: int):
@@ -189,10 +225,10 @@ class RunningTotals:
         ordering and its tie-breaks run on the rest only, and the answer is unchanged. NULL or infinite
         values are always kept."""
         limit = spec.limit
-        if limit is None or not spec.order or self.groups <= limit:
-            return slice(None)
+        if limit is None or not spec.order or self.groups <= limit or spec.having is not None:
+            return slice(None)  # a HAVING may drop the top groups: every group is a candidate
         column, descending = spec.order[0]
-        if column in spec.keys or column in spec.attributes:
+        if column in spec.keys or column in spec.attributes or column in spec.running or column in spec.hidden:
             return slice(None)
         output = next(o for o in spec.outputs if o.name == column)
         names = output.expression.names if output.derived else [column]
@@ -238,7 +274,11 @@ class RunningTotals:
         import pyarrow.parquet as pq
 
         seen = pd.DataFrame(self._seen, index=self._index(), columns=self.totals)
-        frame = pd.concat([self.exact.add_prefix("exact."), self.sums.add_prefix("sum."),
+        exact = self.exact
+        for c, kind in self.kinds.items():  # a set of distinct values is written as a list
+            if kind == "set":
+                exact[c] = exact[c].map(list)
+        frame = pd.concat([exact.add_prefix("exact."), self.sums.add_prefix("sum."),
                            self.products.add_prefix("prod."), seen.add_prefix("seen.")], axis=1).reset_index()
         pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path)
 
@@ -249,7 +289,11 @@ class RunningTotals:
         self._row = {g: i for i, g in enumerate(zip(*(frame[k] for k in self.keys)))}
         self._keys = _key_rows(list(self._row), len(self.keys))
         self._group_index = None
-        self._exact = _numbers([frame[f"exact.{c}"] for c in self.totals])
+        self._exact = _numbers([frame[f"exact.{c}"] if c not in self.kinds else pd.Series(0, index=frame.index)
+                                for c in self.totals])
+        for j, kind in self._running:
+            self._exact[:, j] = [_combine(kind, frozenset() if kind == "set" else None, v)
+                                 for v in frame[f"exact.{self.totals[j]}"]]
         self._sums = frame[[f"sum.{c}" for c in self.totals]].to_numpy(dtype=float)
         self._products = frame[[f"prod.{_pair(a, b)}" for a, b in self.pairs]].to_numpy(dtype=float)
         seen = [f"seen.{c}" for c in self.totals]
@@ -277,6 +321,62 @@ def _number(value):
     if value is None or value != value:
         return 0
     return value.item() if isinstance(value, np.generic) else value
+
+
+def _combine(kind: str, current, value):
+    """A running total after one more batch's partial ``value`` (NULL: nothing new)."""
+    if kind == "set":
+        if value is None or (isinstance(value, float) and value != value):
+            return current
+        return current | frozenset(_plain(v) for v in value)
+    value = None if value is None or (isinstance(value, float) and value != value) else _plain(value)
+    if value is None or current is None:
+        return current if value is None else value
+    return min(current, value) if kind == "min" else max(current, value)
+
+
+def _plain(value):
+    """A value from pandas/Arrow as a plain, hashable, comparable Python value."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return tuple(_plain(v) for v in value)
+    return value
+
+
+def _as_floats(totals: dict, names) -> dict:
+    """``names``' totals as float Series (NULL as NaN), for outputs Spark computes in doubles."""
+    return {n: pd.to_numeric(totals[n].map(lambda v: np.nan if v is None else float(v)), errors="coerce")
+            for n in names}
+
+
+def _typed(values: pd.Series, dtype: str) -> pd.Series:
+    """``values`` as Spark gives a column of type ``dtype``: a DECIMAL(p, s) rounded half up to s places, a
+    DOUBLE a float (NaN and infinities of a division by zero are NULL), a whole count an int."""
+    if dtype.startswith("decimal("):
+        quantum = Decimal(1).scaleb(-int(dtype.rstrip(")").split(",")[1]))
+        return values.map(lambda v: None if v is None or (isinstance(v, float) and v != v)
+                          else Decimal(v).quantize(quantum, rounding=ROUND_HALF_UP) if isinstance(v, (Decimal, int))
+                          else v).astype(object)
+    if dtype in ("double", "float"):
+        return values.map(lambda v: None if v is None or not np.isfinite(float(v)) else float(v)).astype(object)
+    if dtype in ("tinyint", "smallint", "int", "bigint"):
+        return values.map(lambda v: int(v) if isinstance(v, (Decimal, float, int)) and v == int(v) else v)
+    return values
+
+
+def _ordered(result: pd.DataFrame, half: pd.DataFrame, spec: QuerySpec):
+    """``result`` and ``half`` in ``spec.order``: by each column in turn, NULLs first or last per item
+    (``spec.nulls_first``; NULLs last without it), stable, so earlier items decide first."""
+    rank = result[[c for c, _ in spec.order]].apply(lambda s: s.map(_sortable))
+    if not spec.nulls_first:
+        by = [c for c, _ in spec.order]
+        rank = rank.sort_values(by, ascending=[not desc for _, desc in spec.order], kind="mergesort")
+    else:
+        for (column, desc), first in reversed(list(zip(spec.order, spec.nulls_first))):
+            rank = rank.sort_values(column, ascending=not desc, kind="mergesort",
+                                    na_position="first" if first else "last")
+    return result.loc[rank.index], half.loc[rank.index]
 
 
 def _pair(a: str, b: str) -> str:

@@ -1,0 +1,492 @@
+"""Derive a progressive query spec from Spark's analysis of a plain aggregate query (no py4j here).
+
+Given the analyzed plan (:mod:`.sqlplan` trees), :func:`derive` finds what a hand-written spec states:
+
+* the top ``Aggregate`` (only HAVING filters, projections, ORDER BY and LIMIT may sit above it) and its
+  grouping keys; non-aggregate outputs of the aggregate (functions of the keys) become keys as well;
+* each aggregate function as partial totals per batch: SUM and COUNT as themselves, AVG as SUM / COUNT,
+  VARIANCE/STDDEV (sample and population) from SUM, SUM of squares and COUNT: additive, scaled by the
+  inverse fraction processed, with intervals; MIN, MAX and COUNT(DISTINCT) as running values without an
+  interval (COUNT(DISTINCT) of the batching key is additive: each value lies in one batch);
+* arithmetic over aggregates (``sum(a) / count(*)``), HAVING, ORDER BY (with its NULL order) and LIMIT,
+  applied to the estimate after each batch;
+* the fact table: the largest relation whose rows reach the aggregate one for one (through projections,
+  filters, inner joins, the preserved side of outer joins and the left side of semi and anti joins), so
+  that the aggregate's input is the disjoint union of its input over the batches of that table and every
+  total of the last batch is exact; every other table is read whole;
+* the batching key: the fact table's equi-join key (with the largest other table), so that groups on that
+  key (or one equal to it through an inner join) are complete within a batch and reported as they are
+  (``exact_groups``); without a join, a hash of the whole row.
+
+Whatever it cannot answer this way raises :class:`NotProgressive` with the reason, and the query runs
+exactly in one step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .expressions import Expression
+from .spec import Output, QuerySpec
+
+_LIMITS = {"GlobalLimit", "LocalLimit"}
+_ABOVE = {"Filter", "Project", "Sort", "SubqueryAlias"} | _LIMITS
+_PASS = {"Project", "Filter", "SubqueryAlias", "View"}
+_ARITHMETIC = {"Add": "+", "Subtract": "-", "Multiply": "*", "Divide": "/"}
+_COMPARE = {"EqualTo": "==", "LessThan": "<", "LessThanOrEqual": "<=", "GreaterThan": ">",
+            "GreaterThanOrEqual": ">="}
+_VARIANCES = {"VarianceSamp", "VariancePop", "StddevSamp", "StddevPop"}
+_NUMERIC = ("tinyint", "smallint", "int", "bigint", "float", "double", "decimal")
+_INTEGRAL = ("tinyint", "smallint", "int", "bigint")
+
+
+class NotProgressive(Exception):
+    """The query cannot be answered batch by batch; the message says why (it runs exactly instead)."""
+
+
+@dataclass(frozen=True)
+class Partial:
+    """One per-batch total of the partial query: ``function`` of ``argument`` over a batch's rows."""
+
+    name: str
+    function: str  # sum, count, count_star, sum_double, sum_squares, min, max, collect_set, count_distinct
+    argument: object = None  # sqlplan.Expr, None for COUNT(*)
+
+
+@dataclass
+class Derivation:
+    """Everything the engine needs to run a plain query progressively."""
+
+    spec: QuerySpec
+    aggregate: object  # the top Aggregate (sqlplan.Node); the partial query reads its child
+    fact: object  # the leaf to batch (sqlplan.Node)
+    fact_path: tuple  # child indices from the aggregate's child down to the fact leaf
+    batch_key: list  # attributes (sqlplan.Expr) of the fact leaf hashed into a batch ([]: the whole row)
+    keys: list  # (partial column name, sqlplan.Expr) the partial query groups by, besides the batch
+    partials: list  # Partial
+    labels: list  # the answer's column names, in order
+    notes: list = field(default_factory=list)
+
+    @property
+    def fact_name(self) -> str:
+        return describe(self.fact)
+
+
+def describe(leaf) -> str:
+    """A leaf's table as a user would name it."""
+    source = leaf.source
+    if source.startswith(("files:", "table:")):
+        return source.split(":", 1)[1]
+    return leaf.text[:80]
+
+
+def derive(plan, name: str = "query") -> Derivation:
+    """The progressive form of the analyzed plan ``plan`` (a sqlplan.Node).
+
+    Raises
+    ------
+    NotProgressive
+        Naming what the rewrite does not support.
+    """
+    above, aggregate = _top_aggregate(plan)
+    builder = _Builder()
+    builder.aggregate(aggregate)
+    env, order, nulls, limit, having = builder.above(above, aggregate)
+    fact, path = _fact(aggregate)
+    key, classes = _batch_key(aggregate.children[0], fact, path)
+    builder.key_class = {a for a in classes}
+    builder.finish_partials()
+    labels, outputs, hidden = [], [], []
+    used = set()
+    for attribute in plan.output:
+        column = env[attribute.id]
+        label = _unique(attribute.name, used)
+        labels.append(label)
+        outputs.append((label, column))
+    spec_outputs, keys_shown = [], {}
+    for label, column in outputs:
+        if column.key is not None:
+            keys_shown.setdefault(column.key, label)
+    renamed_keys = {k: keys_shown.get(k, k) for k in builder.key_names}
+    for label, column in outputs:
+        if column.key is not None:
+            spec_outputs.append(Output(label) if keys_shown[column.key] == label
+                                else Output(label, Expression(renamed_keys[column.key])))
+        else:
+            spec_outputs.append(Output(label, Expression(column.text)))
+    for hname, column in builder.hidden:
+        if column.key is None:
+            spec_outputs.append(Output(hname, Expression(column.text)))
+            hidden.append(hname)
+    if any(o.derived and any(n in renamed_keys.values() for n in o.expression.names) for o in spec_outputs):
+        raise NotProgressive("a group key is shown under two names; select it once")
+    rename = dict(renamed_keys)
+    order = tuple((rename.get(c, c), desc) for c, desc in order)
+    having_text = having
+    for old, new in rename.items():
+        if old != new and having_text:
+            having_text = _rename(having_text, old, new)
+    exact_groups = any(e.kind == "AttributeReference" and e.id in classes for _, e in builder.keys)
+    kinds = tuple((p.name, p.function if p.function in ("min", "max") else "set")
+                  for p in builder.partials if p.function in ("min", "max", "collect_set"))
+    running = [lab for lab, col in outputs if col.key is None and col.running]
+    notes = []
+    if running:
+        notes.append(f"{', '.join(running)}: running value(s) (MIN, MAX or COUNT DISTINCT), no interval")
+    if exact_groups:
+        notes.append("groups lie whole in one batch (grouped by the batching key): each is exact once seen")
+    if having_text:
+        notes.append("HAVING is applied to the estimate: a group near its threshold may still change side")
+    spec = QuerySpec(name=name, sql="", keys=tuple(renamed_keys[k] for k in builder.key_names),
+                     outputs=tuple(spec_outputs), order=order, limit=limit, exact_groups=exact_groups,
+                     layout="", derived=True, kinds=kinds, having=Expression(having_text) if having_text else None,
+                     nulls_first=tuple(nulls), types=tuple((label, col.dtype) for label, col in outputs
+                                                           if col.key is None) + tuple(
+                         (h, c.dtype) for h, c in builder.hidden if c.key is None),
+                     hidden=tuple(hidden), description="derived from Spark's analyzed plan")
+    keys = [(renamed_keys[k], e) for k, e in zip(builder.key_names, [e for _, e in builder.keys])]
+    return Derivation(spec, aggregate, fact, path, key, keys, builder.partials, labels, notes)
+
+
+def _rename(text: str, old: str, new: str) -> str:
+    import re
+
+    return re.sub(rf"\b{re.escape(old)}\b", new, text)
+
+
+def _unique(label: str, used: set) -> str:
+    out, n = label, 2
+    while out in used:
+        out, n = f"{label}_{n}", n + 1
+    used.add(out)
+    return out
+
+
+def _top_aggregate(plan):
+    """The operators above the top Aggregate (top first) and the Aggregate."""
+    above, node = [], plan
+    while node.kind != "Aggregate":
+        if node.kind not in _ABOVE:
+            inner = any(n.kind == "Aggregate" for n in node.walk())
+            if inner:
+                raise NotProgressive(f"its aggregate sits under a {node.kind} ({node.text[:60]}); only HAVING, "
+                                     "ORDER BY, LIMIT and projections may follow the aggregate")
+            raise NotProgressive("it has no aggregate (GROUP BY or aggregate function) to estimate")
+        above.append(node)
+        node = node.children[0]
+    if not any(e.kind == "AggregateExpression" for e in _aggregate_exprs(node) for e in e.walk()):
+        raise NotProgressive("its GROUP BY computes no aggregate function (a set of groups has no estimate)")
+    return above, node
+
+
+def _aggregate_exprs(aggregate):
+    return aggregate.exprs[aggregate.groups:]
+
+
+@dataclass
+class _Column:
+    """A column above the aggregate: a key, or arithmetic over totals (Expression text)."""
+
+    key: str | None = None
+    text: str = ""
+    dtype: str = ""
+    running: bool = False  # computed from a MIN, MAX or COUNT DISTINCT
+    names: frozenset = frozenset()
+
+
+class _Builder:
+    def __init__(self):
+        self.keys: list = []  # (name, Expr)
+        self.key_names: list = []
+        self._key_by_canon: dict = {}
+        self.partials: list = []
+        self._partial_by: dict = {}
+        self.hidden: list = []  # (name, _Column) for ORDER BY / HAVING expressions not shown
+        self.key_class: set = set()
+        self._distinct: list = []  # (Partial index, Expr) of COUNT(DISTINCT x), decided once the key is known
+
+    # -- the aggregate ---------------------------------------------------------------------------
+    def key(self, e) -> str:
+        from .sqlplan import canonical
+
+        c = canonical(e)
+        if c not in self._key_by_canon:
+            if not e.jvm.deterministic():
+                raise NotProgressive(f"group key {e.text} is not deterministic")
+            name = f"_k{len(self.keys)}"
+            self._key_by_canon[c] = name
+            self.keys.append((name, e))
+            self.key_names.append(name)
+        return self._key_by_canon[c]
+
+    def partial(self, function: str, argument=None) -> str:
+        from .sqlplan import canonical
+
+        ident = (function, canonical(argument) if argument is not None else None)
+        if ident not in self._partial_by:
+            name = f"_t{len(self.partials)}"
+            self._partial_by[ident] = name
+            self.partials.append(Partial(name, function, argument))
+        return self._partial_by[ident]
+
+    def aggregate(self, aggregate) -> None:
+        self.env = {}
+        for g in aggregate.exprs[:aggregate.groups]:
+            self.key(g)
+        for e in _aggregate_exprs(aggregate):
+            inner = e.children[0] if e.kind == "Alias" else e
+            if any(x.kind == "AggregateExpression" for x in inner.walk()):
+                self.env[e.id] = self.over_totals(inner)
+            else:
+                self.env[e.id] = _Column(key=self.key(inner))
+
+    def over_totals(self, e) -> _Column:
+        """The column of an expression over aggregate functions."""
+        text, running = self._total_text(e)
+        return _Column(text=text, dtype=e.dtype, running=running)
+
+    def _total_text(self, e):
+        if e.kind == "AggregateExpression":
+            return self._function(e)
+        if e.kind in _ARITHMETIC:
+            (a, ra), (b, rb) = (self._total_text(c) for c in e.children)
+            return f"({a} {_ARITHMETIC[e.kind]} {b})", ra or rb
+        if e.kind == "UnaryMinus":
+            a, ra = self._total_text(e.children[0])
+            return f"(-{a})", ra
+        if e.kind == "Sqrt":
+            a, ra = self._total_text(e.children[0])
+            return f"sqrt({a})", ra
+        if e.kind == "Cast":
+            child = e.children[0]
+            if not (e.dtype.startswith(_NUMERIC) and child.dtype.startswith(_NUMERIC)):
+                raise NotProgressive(f"cast {e.text[:60]} over an aggregate is not numeric")
+            if e.dtype.startswith(_INTEGRAL) and not child.dtype.startswith(_INTEGRAL):
+                raise NotProgressive(f"{e.text[:60]} truncates an aggregate to a whole number")
+            return self._total_text(child)
+        if e.kind == "Literal" and isinstance(e.value, (int, float)) and not isinstance(e.value, bool):
+            return repr(e.value), False
+        if e.kind == "Literal" and e.dtype.startswith("decimal") and e.value is not None:
+            return str(e.value), False
+        if e.kind == "AttributeReference":
+            raise NotProgressive(f"{e.name} is combined with aggregates in one expression; compute it apart")
+        raise NotProgressive(f"{e.kind} ({e.text[:60]}) over aggregates is not supported progressively")
+
+    def _function(self, e):
+        if e.has_filter:
+            raise NotProgressive(f"{e.text[:60]}: aggregates with FILTER (WHERE ...) are not supported yet")
+        f = e.children[0]
+        args = f.children
+        kind = f.kind
+        if kind == "Count":
+            if e.distinct:
+                if len(args) != 1:
+                    raise NotProgressive("COUNT(DISTINCT ...) of several columns is not supported")
+                name = self.partial("collect_set", args[0])
+                self._distinct.append((name, args[0]))
+                return name, True
+            if len(args) == 1 and args[0].kind == "Literal" and args[0].value is not None:
+                return self.partial("count_star"), False
+            if len(args) != 1:
+                raise NotProgressive("COUNT of several columns is not supported")
+            return self.partial("count", args[0]), False
+        if e.distinct and kind not in ("Min", "Max"):
+            raise NotProgressive(f"{kind.upper()}(DISTINCT ...) has no progressive form")
+        if kind == "Sum":
+            return self.partial("sum", args[0]), False
+        if kind == "Average":
+            return f"({self.partial('sum', args[0])} / {self.partial('count', args[0])})", False
+        if kind in _VARIANCES:
+            s, q, n = (self.partial("sum_double", args[0]), self.partial("sum_squares", args[0]),
+                       self.partial("count", args[0]))
+            denominator = f"({n} - 1)" if kind.endswith("Samp") else n
+            variance = f"(({q} - {s} * {s} / {n}) / {denominator})"
+            return (f"sqrt({variance})" if kind.startswith("Stddev") else variance), False
+        if kind in ("Min", "Max"):
+            return self.partial(kind.lower(), args[0]), True
+        raise NotProgressive(f"aggregate function {kind} ({e.text[:60]}) is not supported progressively")
+
+    def finish_partials(self) -> None:
+        """COUNT(DISTINCT x) of the batching key (or a column equal to it) counts each value in one batch
+        only: an additive total, estimated with an interval, instead of a set of every value."""
+        for name, argument in self._distinct:
+            if argument.kind == "AttributeReference" and argument.id in self.key_class:
+                i = next(i for i, p in enumerate(self.partials) if p.name == name)
+                self.partials[i] = Partial(name, "count_distinct", argument)
+
+    # -- the operators above it ------------------------------------------------------------------
+    def above(self, operators, aggregate):
+        """Apply HAVING, projections, ORDER BY and LIMIT (bottom up); the environment and their spec."""
+        env = dict(self.env)
+        order, nulls, limit, having = (), (), None, []
+        seen_limit = seen_sort = False
+        for op in reversed(operators):
+            if op.kind == "Filter":
+                if seen_limit:
+                    raise NotProgressive("a filter after LIMIT is not supported progressively")
+                having.append(self._predicate(op.exprs[0], env))
+            elif op.kind == "Project":
+                new = {}
+                for e in op.exprs:
+                    if e.kind == "AttributeReference":
+                        new[e.id] = env[e.id]
+                    elif e.kind == "Alias" and e.children[0].kind == "AttributeReference" \
+                            and e.children[0].id in env:
+                        new[e.id] = env[e.children[0].id]
+                    elif e.kind == "Alias":
+                        new[e.id] = self._over_columns(e.children[0], env)
+                    else:
+                        raise NotProgressive(f"projection {e.text[:60]} is not supported progressively")
+                env = {**env, **new}
+            elif op.kind == "Sort":
+                if seen_limit:
+                    raise NotProgressive("ORDER BY after LIMIT is not supported progressively")
+                items, flags = [], []
+                for s in op.exprs:
+                    direction, nulls_first = s.detail
+                    items.append((self._column_name(s.children[0], env), direction == "desc"))
+                    flags.append(nulls_first)
+                order, nulls, seen_sort = tuple(items), tuple(flags), True
+            elif op.kind in _LIMITS:
+                value = op.exprs[0].value
+                if not isinstance(value, int):
+                    raise NotProgressive("LIMIT is not a constant")
+                limit = value if limit is None else min(limit, value)
+                seen_limit = True
+        del seen_sort
+        return env, order, nulls, limit, " and ".join(f"({h})" for h in having) or None
+
+    def _column_name(self, e, env) -> str:
+        """The name of a column to order by: a key, or a (hidden) output over totals."""
+        if e.kind == "AttributeReference" and e.id in env and env[e.id].key is not None:
+            return env[e.id].key
+        column = env[e.id] if e.kind == "AttributeReference" and e.id in env else self._over_columns(e, env)
+        if column.key is not None:
+            return column.key
+        name = f"_h{len(self.hidden)}"
+        self.hidden.append((name, column))
+        return name
+
+    def _over_columns(self, e, env) -> _Column:
+        """An expression above the aggregate: arithmetic over its outputs (no keys)."""
+        text, running = self._above_text(e, env, allow_keys=False)
+        return _Column(text=text, dtype=e.dtype, running=running)
+
+    def _above_text(self, e, env, allow_keys: bool):
+        if e.kind == "AttributeReference":
+            if e.id not in env:
+                raise NotProgressive(f"{e.name} is not an output of the aggregate")
+            column = env[e.id]
+            if column.key is not None:
+                if not allow_keys:
+                    raise NotProgressive(f"an expression over group key {e.name} above the aggregate is not "
+                                         "supported progressively; compute it in the aggregate's SELECT")
+                return column.key, False
+            return column.text, column.running
+        if e.kind in _ARITHMETIC:
+            (a, ra), (b, rb) = (self._above_text(c, env, allow_keys) for c in e.children)
+            return f"({a} {_ARITHMETIC[e.kind]} {b})", ra or rb
+        if e.kind == "UnaryMinus":
+            a, ra = self._above_text(e.children[0], env, allow_keys)
+            return f"(-{a})", ra
+        if e.kind == "Cast":
+            return self._above_text(e.children[0], env, allow_keys)
+        if e.kind == "Literal":
+            if isinstance(e.value, (int, float, str)) and not isinstance(e.value, bool):
+                return repr(e.value), False
+            if e.dtype.startswith("decimal") and e.value is not None:
+                return str(e.value), False
+            raise NotProgressive(f"literal {e.text} ({e.dtype}) is not supported above the aggregate")
+        if e.kind == "AggregateExpression":
+            raise NotProgressive("an aggregate outside the aggregate's SELECT")
+        raise NotProgressive(f"{e.kind} ({e.text[:60]}) above the aggregate is not supported progressively")
+
+    def _predicate(self, e, env) -> str:
+        if e.kind == "And":
+            return f"({self._predicate(e.children[0], env)}) and ({self._predicate(e.children[1], env)})"
+        if e.kind == "Or":
+            return f"({self._predicate(e.children[0], env)}) or ({self._predicate(e.children[1], env)})"
+        if e.kind == "Not":
+            return f"not ({self._predicate(e.children[0], env)})"
+        if e.kind in _COMPARE:
+            a, _ = self._above_text(e.children[0], env, allow_keys=True)
+            b, _ = self._above_text(e.children[1], env, allow_keys=True)
+            return f"{a} {_COMPARE[e.kind]} {b}"
+        if e.kind == "IsNotNull":
+            return f"{self._above_text(e.children[0], env, allow_keys=True)[0]} is not None"
+        if e.kind == "IsNull":
+            return f"{self._above_text(e.children[0], env, allow_keys=True)[0]} is None"
+        raise NotProgressive(f"HAVING condition {e.kind} ({e.text[:60]}) is not supported progressively")
+
+
+# -- the fact table and its batching key -------------------------------------------------------------
+def _linear_leaves(node, path=()):
+    """Leaves whose rows reach ``node``'s output one for one (see the module docstring), with their paths."""
+    if not node.children:
+        from .sqlplan import RELATIONS
+
+        if node.kind in RELATIONS:
+            yield node, path
+        return
+    if node.kind in _PASS:
+        yield from _linear_leaves(node.children[0], path + (0,))
+    elif node.kind == "Join":
+        sides = {"Inner": (0, 1), "Cross": (0, 1), "LeftOuter": (0,), "LeftSemi": (0,), "LeftAnti": (0,),
+                 "RightOuter": (1,)}.get(node.join_type, ())
+        for side in sides:
+            yield from _linear_leaves(node.children[side], path + (side,))
+
+
+def _fact(aggregate):
+    child = aggregate.children[0]
+    candidates = list(_linear_leaves(child))
+    if not candidates:
+        raise NotProgressive("no table reaches the aggregate row for row (each is under an aggregate, window, "
+                             "union or the null side of an outer join), so none can be sampled")
+    fact, path = max(candidates, key=lambda lp: lp[0].size)
+    reads = sum(1 for n in aggregate.walk() if not n.children and n.source == fact.source)
+    if reads > 1:
+        raise NotProgressive(f"its largest table {describe(fact)} is read {reads} times (a self-join or a "
+                             "subquery over it); batching every read the same way is not supported yet")
+    return fact, path
+
+
+def _batch_key(child, fact, path):
+    """The fact's attributes to hash into batches, and the ids of attributes equal to the key on every row
+    that reaches the aggregate (through filters and inner equi-joins on the path): grouping by one of them
+    keeps each group whole in one batch."""
+    fact_ids = {a.id for a in fact.output}
+    size_of = {a.id: leaf.size for leaf in child.walk() if not leaf.children for a in leaf.output}
+    pairs = []  # (fact attribute, size of the table it is joined with)
+    equal: list = []
+    node = child
+    for step in path:
+        holds = node.kind == "Filter" or (node.kind == "Join" and node.join_type in ("Inner", "Cross"))
+        if node.kind in ("Filter", "Join") and node.exprs:
+            for a, b in _equalities(node.exprs[0]):
+                if holds:
+                    equal.append((a.id, b.id))
+                if (a.id in fact_ids) != (b.id in fact_ids):
+                    key, other = (a, b) if a.id in fact_ids else (b, a)
+                    pairs.append((key, size_of.get(other.id, 0)))
+        node = node.children[step]
+    if not pairs:
+        return [], set()
+    key = max(pairs, key=lambda p: p[1])[0]
+    cls = {key.id}
+    changed = True
+    while changed:
+        changed = False
+        for a, b in equal:
+            if (a in cls) != (b in cls):
+                cls |= {a, b}
+                changed = True
+    return [key], cls
+
+
+def _equalities(condition):
+    if condition.kind == "And":
+        for c in condition.children:
+            yield from _equalities(c)
+    elif condition.kind == "EqualTo" and all(c.kind == "AttributeReference" for c in condition.children):
+        yield condition.children[0], condition.children[1]

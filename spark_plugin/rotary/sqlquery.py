@@ -1,0 +1,298 @@
+"""A user's own aggregate query, SQL text or DataFrame, run progressively by the one engine.
+
+:func:`query` reads Spark's analyzed plan of the query (:mod:`.sqlplan`), derives its progressive spec
+(:mod:`.rewrite`) and returns a :class:`ProgressiveSQL`: the engine of the TPC-H specs
+(:class:`.engine.ProgressiveQuery`: chunks of batches per Spark query, :class:`.totals.RunningTotals`,
+intervals, ordering), fed by per-chunk partial queries built from the plan itself. A query the rewrite
+cannot answer batch by batch becomes an :class:`ExactQuery`: one step, the plain query's answer, and
+the reason in :attr:`.engine.Snapshot.exact_reason`.
+
+The batched data is substituted *in the plan*, not in the SQL text: the fact table's leaf is replaced by
+the same rows with a batch column, restricted to the chunk's batches, and the batch column is carried up
+to the aggregate (appended to each projection on the way), which groups by it too. Text rewriting (or
+temp views shadowing table names) would not reach a DataFrame, a qualified catalog table or a Parquet
+path, and would need a second parser; the plan is what Spark itself executes, already resolved, so a
+table of any source is substituted the same way and every other operator (joins, filters, subqueries
+over other tables) is left exactly as Spark analyzed it. Spark optimizes the rebuilt plan as usual: the
+batch filter is pushed into the scan, and through equi-joins on the key into the joined tables.
+
+Batches: a prepared layout of the fact table (:mod:`.layouts`: Parquet partitioned by batch, so a step
+reads its batches' files only) when one matches the table, its key and the batch count and is not older
+than the table; otherwise each chunk hashes the key on the fly (``pmod(xxhash64(key, seed), B)``) over the
+whole table, which is slower (every chunk scans the table) and is said in the snapshot's notes.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import pandas as pd
+
+from ..errors import SparkrmError
+from . import sqlplan
+from .engine import ProgressiveQuery, Snapshot, _pandas
+from .rewrite import NotProgressive, derive
+
+LOG = logging.getLogger(__name__)
+#: The batch column's name inside the rebuilt plan (unlikely to clash with a user's column).
+BATCH_ATTRIBUTE = "__rotary_batch"
+
+
+class QueryError(SparkrmError, ValueError):
+    """A plain query Spark cannot analyze (an unknown table or column, bad syntax); the message is one line."""
+
+
+def query(spark, sql_or_frame, batches: int = 20, seed: int = 0, order_seed: int | None = None,
+          confidence: float = 0.95, growth: float = 4.0, layouts=None):
+    """A progressive run of ``sql_or_frame`` (SQL text or a DataFrame of ``spark``'s), or an exact one.
+
+    Parameters
+    ----------
+    spark : SparkSession
+        The session whose tables and temporary views the query reads.
+    sql_or_frame : str or DataFrame
+        A plain query over catalog tables, temporary views or Parquet paths.
+    batches : int, default=20
+        How many random batches the fact table is split into.
+    seed : int, default=0
+        Seed of the batch split (the hash); ``order_seed`` (default: ``seed``) orders the batches.
+    layouts : str or Path, optional
+        Folder of prepared layouts (:func:`.layouts.prepare_table`); without one, batches are hashed on the fly.
+
+    Returns
+    -------
+    ProgressiveSQL or ExactQuery
+        Both iterate over :class:`.engine.Snapshot` objects, the last one exact.
+
+    Raises
+    ------
+    QueryError
+        One line naming the problem when Spark cannot analyze the query (an unknown table or column, a
+        syntax error).
+    """
+    if not isinstance(batches, int) or batches < 2:
+        raise ValueError(f"batches must be a whole number >= 2, not {batches!r}")
+    frame = _frame(spark, sql_or_frame)
+    plan = sqlplan.analyzed(frame)
+    try:
+        derivation = derive(plan, name=_name(sql_or_frame))
+    except NotProgressive as e:
+        LOG.warning("running the query exactly in one step: %s", e)
+        return ExactQuery(frame, str(e), confidence)
+    LOG.info("progressive: batching %s by %s into %d batches", derivation.fact_name,
+             [a.name for a in derivation.batch_key] or "the whole row", batches)
+    return ProgressiveSQL(spark, frame, derivation, batches=batches, seed=seed, order_seed=order_seed,
+                          confidence=confidence, growth=growth, layouts=layouts)
+
+
+def _name(sql_or_frame) -> str:
+    return " ".join(sql_or_frame.split())[:60] if isinstance(sql_or_frame, str) else "dataframe"
+
+
+def _frame(spark, sql_or_frame):
+    """The query as an analyzed DataFrame; a one-line QueryError when Spark cannot analyze it."""
+    from pyspark.errors import PySparkException
+    from pyspark.sql import DataFrame
+
+    if isinstance(sql_or_frame, DataFrame):
+        return sql_or_frame
+    if not isinstance(sql_or_frame, str) or not sql_or_frame.strip():
+        raise QueryError(f"a query is SQL text or a DataFrame, not {sql_or_frame!r}")
+    try:
+        frame = spark.sql(sql_or_frame)
+        frame._jdf.queryExecution().assertAnalyzed()
+        return frame
+    except PySparkException as e:
+        raise QueryError(_one_line(e)) from None
+
+
+def _one_line(error) -> str:
+    """Spark's analysis error as one line, with the fix where the error is a common one."""
+    condition = getattr(error, "getCondition", lambda: None)() or ""
+    message = " ".join(str(error).split("\n")[0].split())
+    if "TABLE_OR_VIEW_NOT_FOUND" in condition or "TABLE_OR_VIEW_NOT_FOUND" in message:
+        return (f"{message} Fix: create the table or temporary view first (e.g. "
+                "spark.read.parquet(path).createOrReplaceTempView(name)), or read Parquet as parquet.`path`.")
+    return f"Spark cannot run the query: {message}"
+
+
+class ProgressiveSQL(ProgressiveQuery):
+    """A plain aggregate query answered batch by batch (see the module docstring)."""
+
+    def __init__(self, spark, frame, derivation, batches: int = 20, seed: int = 0, order_seed: int | None = None,
+                 confidence: float = 0.95, growth: float = 4.0, layouts=None):
+        import random
+
+        if not 0 < confidence < 1:
+            raise ValueError(f"confidence must lie in (0, 1), not {confidence!r}")
+        if not growth >= 1:
+            raise ValueError(f"growth must be >= 1 (1: one Spark query per batch), not {growth!r}")
+        self.user_spark = spark
+        self.spark = spark.newSession()  # the plan is resolved: its own SQL conf, the same tables
+        self.spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
+        self.query, self.frame, self.derivation = _name_of(frame), frame, derivation
+        self.spec = derivation.spec
+        self.data = None
+        self._batches, self.seed = batches, seed
+        self.confidence = confidence
+        self.order_seed = seed if order_seed is None else order_seed
+        self.order = random.Random(self.order_seed).sample(range(batches), batches)
+        self.growth = growth
+        self.elapsed_s = 0.0
+        self._totals = None
+        self._frames = None
+        self._ready: list[pd.DataFrame] = []
+        self._statics: list = []
+        self._attributes = None
+        self.layout = None
+        self.notes = list(derivation.notes)
+        if layouts is not None:
+            from .layouts import find_layout
+
+            self.layout, why = find_layout(self.spark, layouts, derivation, batches, seed)
+            if why:
+                self.notes.append(why)
+        if self.layout is None:
+            self.notes.append(f"{derivation.fact_name} is not prepared: each Spark query hashes it into batches "
+                              "on the fly and scans it whole (slower; prepare it to read one batch's files)")
+
+    @property
+    def batches(self) -> int:
+        return self._batches
+
+    def snapshot(self) -> Snapshot:
+        snap = super().snapshot()
+        result = snap.result.copy()
+        return Snapshot(snap.batch, snap.batches, snap.elapsed_s, result, snap.ci, snap.confidence,
+                        notes=tuple(self.notes))
+
+    def _rows(self, batch_ids) -> pd.DataFrame:
+        return _pandas(self.partial_frame(batch_ids))
+
+    def partial_frame(self, batch_ids):
+        """The partial totals of batches ``batch_ids`` per batch and group, as one Spark DataFrame."""
+        d = self.derivation
+        jvm = self.spark._jvm
+        replacement = self._replacement([int(b) for b in batch_ids])
+        rplan = replacement._jdf.queryExecution().analyzed()
+        batch = sqlplan.items(rplan.output())[-1]
+        child = _rebuild(jvm, d.aggregate.children[0], d.fact_path, rplan, batch)
+        frame = _frame_of(self.spark, child)
+        keys = [_column(jvm, e.jvm).alias(name) for name, e in d.keys]
+        totals = [_partial_column(jvm, p).alias(p.name) for p in d.partials]
+        return frame.groupBy(_column(jvm, batch).alias("rotary_batch"), *keys).agg(*totals)
+
+    def _replacement(self, batch_ids):
+        """The fact table's rows of batches ``batch_ids`` with their batch as the last column."""
+        from pyspark.sql import functions as F
+
+        if self.layout is not None:
+            return self.layout.batches_frame(self.spark, self.derivation.fact, batch_ids)
+        fact = _frame_of(self.spark, self.derivation.fact.jvm)
+        jvm = self.spark._jvm
+        key = [_column(jvm, a.jvm) for a in (self.derivation.batch_key or self.derivation.fact.output)]
+        batch = F.pmod(F.xxhash64(*key, F.lit(self.seed)), F.lit(self._batches)).cast("int")
+        return fact.withColumn(BATCH_ATTRIBUTE, batch).where(F.col(BATCH_ATTRIBUTE).isin(batch_ids))
+
+    def checkpoint(self, path):
+        raise NotImplementedError("checkpoints of plain queries are not supported yet: run TPC-H specs to "
+                                  "checkpoint, or run the query to its end")
+
+
+def _name_of(frame) -> str:
+    return "query"
+
+
+def _frame_of(spark, plan):
+    from pyspark.sql import DataFrame
+
+    jvm = spark._jvm
+    return DataFrame(jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, plan), spark)
+
+
+def _column(jvm, expression):
+    from pyspark.sql import Column
+
+    return Column(jvm.org.apache.spark.sql.classic.ExpressionUtils.column(expression))
+
+
+def _partial_column(jvm, partial):
+    from pyspark.sql import functions as F
+
+    f = partial.function
+    if f == "count_star":
+        return F.count(F.lit(1))
+    x = _column(jvm, partial.argument.jvm)
+    if f == "sum":
+        return F.sum(x)
+    if f == "count":
+        return F.count(x)
+    if f == "sum_double":
+        return F.sum(x.cast("double"))
+    if f == "sum_squares":
+        return F.sum(x.cast("double") * x.cast("double"))
+    if f == "min":
+        return F.min(x)
+    if f == "max":
+        return F.max(x)
+    if f == "collect_set":
+        return F.collect_set(x)
+    if f == "count_distinct":
+        return F.count_distinct(x)
+    raise ValueError(f"unknown partial function {f!r}")
+
+
+def _rebuild(jvm, node, path, replacement, batch):
+    """``node`` (a sqlplan.Node) with the leaf at ``path`` replaced by ``replacement`` and the batch
+    attribute appended to every projection between them (joins, filters and aliases pass it on)."""
+    if not path:
+        return replacement
+    children = [_rebuild(jvm, child, path[1:], replacement, batch) if i == path[0] else child.jvm
+                for i, child in enumerate(node.children)]
+    rebuilt = node.jvm.withNewChildren(sqlplan.seq(jvm, children))
+    if node.kind == "Project":
+        projections = sqlplan.items(rebuilt.projectList()) + [batch]
+        rebuilt = jvm.org.apache.spark.sql.catalyst.plans.logical.Project(sqlplan.seq(jvm, projections),
+                                                                         rebuilt.child())
+    return rebuilt
+
+
+class ExactQuery:
+    """A query answered exactly in one step (what the rewrite could not batch), with the reason."""
+
+    def __init__(self, frame, reason: str, confidence: float = 0.95):
+        self.frame, self.reason, self.confidence = frame, reason, confidence
+        self.batches, self.elapsed_s, self._snapshot = 1, 0.0, None
+        self.spec = None
+
+    @property
+    def batches_done(self) -> int:
+        return 1 if self._snapshot else 0
+
+    @property
+    def done(self) -> bool:
+        return self._snapshot is not None
+
+    def step(self) -> Snapshot:
+        if self.done:
+            raise StopIteration("the exact answer is in")
+        start = time.perf_counter()
+        result = _pandas(self.frame)
+        self.elapsed_s += time.perf_counter() - start
+        self._snapshot = Snapshot(1, 1, self.elapsed_s, result, pd.DataFrame(index=result.index), self.confidence,
+                                  exact_reason=self.reason,
+                                  notes=(f"answered exactly in one step: {self.reason}",))
+        return self._snapshot
+
+    def snapshot(self) -> Snapshot:
+        if self._snapshot is None:
+            raise RuntimeError("no step taken yet")
+        return self._snapshot
+
+    def close(self) -> None:
+        pass
+
+    def __iter__(self):
+        while not self.done:
+            yield self.step()

@@ -1,0 +1,190 @@
+"""Plain aggregate queries run progressively through the automatic rewrite, checked against vanilla Spark.
+
+Two schemas: TPC-H SF 0.01, and a small generated one of another shape (skewed groups, a many-to-many
+bridge table, NULL amounts and NULL group keys). Every final answer must equal the plain query's; the
+snapshots before it carry intervals for SUM/COUNT/AVG/VARIANCE and none for MIN/MAX/COUNT DISTINCT; a
+query the rewrite cannot batch runs exactly and says why; a query Spark cannot analyze is one line.
+"""
+
+import math
+from decimal import Decimal
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchmarks.tpch.data import ensure_dataset
+from spark_plugin import rotary
+from spark_plugin.rotary.sqlquery import ExactQuery, ProgressiveSQL, QueryError
+
+SPARK_SESSION = dict(master="local[2]", features=[], conf={"spark.sql.shuffle.partitions": "4",
+                                                            "spark.ui.enabled": "false"})
+BATCHES = 4
+TPCH = ("customer", "lineitem", "nation", "orders", "part", "partsupp", "region", "supplier")
+
+
+@pytest.fixture(scope="module")
+def tables(spark, session_dir):
+    from pyspark.sql import functions as F
+
+    data = ensure_dataset(session_dir / "tpch", 0.01, 1)
+    for table in TPCH:
+        spark.read.parquet(str(data / table)).createOrReplaceTempView(table)
+    rng = np.random.default_rng(5)
+    n = 6000
+    store = np.minimum(rng.zipf(1.6, n), 40)  # skewed: store 1 holds about half of the sales
+    amount = np.round(rng.gamma(2.0, 30.0, n), 2)
+    sales = pd.DataFrame({"sale_id": np.arange(n), "store": store,
+                          "amount": np.where(rng.random(n) < 0.1, np.nan, amount),
+                          "units": rng.integers(1, 9, n),
+                          "channel": np.where(rng.random(n) < 0.15, None,
+                                              rng.choice(["web", "shop", "phone"], n)).astype(object)})
+    sales.loc[sales.store == 37, "amount"] = np.nan  # a group whose every amount is NULL
+    stores = pd.DataFrame({"store": np.arange(1, 41), "city": [f"city{i % 7}" for i in range(40)]})
+    tags = pd.DataFrame([(s, t) for s in range(1, 41) for t in ("a", "b", "c", "d") if (s * 7 + ord(t)) % 3],
+                        columns=["store", "tag"])  # many-to-many: a store has several tags, a tag many stores
+    path = session_dir / "sales"
+    nulls = F.when(~F.isnan("amount"), F.col("amount"))  # NULL amounts, not NaN
+    spark.createDataFrame(sales).withColumn("amount", nulls).repartition(3).write.parquet(str(path))
+    spark.read.parquet(str(path)).createOrReplaceTempView("sales")
+    spark.createDataFrame(stores).createOrReplaceTempView("stores")
+    spark.createDataFrame(tags).createOrReplaceTempView("store_tags")
+    return {"sales_path": str(path)}
+
+
+PROGRESSIVE = {
+    "q1-like": """select l_returnflag, l_linestatus, sum(l_quantity) as sum_qty, avg(l_extendedprice) as avg_price,
+                  avg(l_quantity), count(*) as n from lineitem where l_shipdate <= date '1998-09-01'
+                  group by l_returnflag, l_linestatus order by l_returnflag, l_linestatus""",
+    "join-having-top": """select c_mktsegment, sum(l_extendedprice * (1 - l_discount)) as revenue
+                          from customer, orders, lineitem where c_custkey = o_custkey and l_orderkey = o_orderkey
+                          group by c_mktsegment having sum(l_quantity) > 1000 order by revenue desc limit 3""",
+    "variance": """select l_shipmode, variance(l_extendedprice) v, stddev(l_discount) sd, var_pop(l_tax) vp,
+                   stddev_pop(l_quantity) sdp, count(l_shipmode) from lineitem group by l_shipmode""",
+    "running": """select n_name, min(l_shipdate) first_ship, max(l_extendedprice) top, count(distinct l_partkey) parts,
+                  sum(l_quantity) qty from lineitem, supplier, nation
+                  where l_suppkey = s_suppkey and s_nationkey = n_nationkey group by n_name""",
+    "groups-by-key": """select l_orderkey, sum(l_extendedprice) as value, count(*) lines from lineitem, orders
+                        where l_orderkey = o_orderkey and o_orderstatus = 'F'
+                        group by l_orderkey order by value desc, l_orderkey limit 10""",
+    "no-groups": """select sum(l_extendedprice * l_discount) as revenue, count(*) from lineitem
+                    where l_discount between 0.05 and 0.07 and l_quantity < 24""",
+    "ratio-hidden-order": """select o_orderpriority, 100.00 * sum(o_totalprice) / sum(o_shippriority + 1) as ratio
+                             from orders group by o_orderpriority order by count(*) desc, o_orderpriority""",
+    "in-subquery": """select l_linestatus, count(*) as n, sum(l_quantity) from lineitem
+                      where l_partkey in (select p_partkey from part where p_size < 10) group by l_linestatus""",
+    "skewed-nulls": """select store, count(amount) as amounts, sum(amount) as total, avg(amount) as mean,
+                       count(*) as rows from sales group by store""",
+    "many-to-many": """select tag, city, sum(amount) as total, count(*) as n, max(units) from sales
+                       join stores on sales.store = stores.store join store_tags on sales.store = store_tags.store
+                       group by tag, city""",
+    "null-keys": """select channel, sum(units) as units, count(distinct store) as stores from sales
+                    group by channel order by channel nulls first""",
+    "parquet-path": """select units, avg(amount) from parquet.`{sales_path}` where amount > 10
+                       group by units having count(*) > 10 order by units""",
+}
+FALLBACK = {
+    "no aggregate": ("select n_name from nation where n_regionkey = 1", "no aggregate"),
+    "self-join": ("select count(*) from lineitem a join lineitem b on a.l_orderkey = b.l_orderkey "
+                  "and a.l_linenumber < b.l_linenumber", "read 2 times"),
+    "unknown aggregate": ("select l_returnflag, bool_and(l_quantity > 2) from lineitem group by l_returnflag",
+                          "BoolAnd"),
+    "window": ("select l_returnflag, sum(l_quantity) s, rank() over (order by sum(l_quantity)) r from lineitem "
+               "group by l_returnflag", "Window"),
+}
+
+
+def _plain(value):
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if isinstance(value, (Decimal, float, np.floating)):
+        return float(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
+
+def _rows(frame: pd.DataFrame) -> list[tuple]:
+    return [tuple(_plain(v) for v in row) for row in frame.itertuples(index=False, name=None)]
+
+
+def _sort_key(row):
+    return tuple((v is None, f"{v:.6g}" if isinstance(v, float) else str(v)) for v in row)
+
+
+def assert_same_answer(got: pd.DataFrame, expected: pd.DataFrame, ordered: bool):
+    assert list(got.columns) == list(expected.columns)
+    got_rows, expected_rows = _rows(got), _rows(expected)
+    if not ordered:
+        got_rows, expected_rows = sorted(got_rows, key=_sort_key), sorted(expected_rows, key=_sort_key)
+    assert len(got_rows) == len(expected_rows), (got_rows, expected_rows)
+    for g, e in zip(got_rows, expected_rows):
+        for a, b in zip(g, e):
+            if isinstance(b, float) and a is not None:
+                assert a == pytest.approx(b, rel=1e-9, abs=1e-9), (g, e)
+            else:
+                assert a == b, (g, e)
+
+
+@pytest.mark.parametrize("name", sorted(PROGRESSIVE))
+def test_the_final_answer_equals_vanilla_spark(spark, tables, name):
+    sql = PROGRESSIVE[name].format(**tables)
+    job = rotary.progressive_query(spark, sql, batches=BATCHES)
+    assert isinstance(job, ProgressiveSQL), getattr(job, "reason", None)
+    snapshots = list(job)
+    assert [s.batch for s in snapshots] == list(range(1, BATCHES + 1))
+    assert all(s.exact_reason is None for s in snapshots)
+    expected = spark.sql(sql).toPandas()
+    assert_same_answer(snapshots[-1].result, expected, ordered="order by" in sql)
+    values = snapshots[-1].ci.drop(columns=[c for c in job.spec.keys if c in snapshots[-1].ci])
+    assert (values.fillna(0).to_numpy() == 0).all(), "every batch is in: no uncertainty left"
+
+
+def test_intervals_for_sums_counts_averages_and_variances_none_for_running_values(spark, tables):
+    for name, with_interval, without in [("variance", ["v", "sd", "vp", "sdp", "count(l_shipmode)"], []),
+                                         ("running", ["qty"], ["first_ship", "top", "parts"])]:
+        job = rotary.progressive_query(spark, PROGRESSIVE[name], batches=BATCHES)
+        job.step()
+        second = job.step()
+        assert not second.final
+        assert second.ci[with_interval].notna().all().all() and (second.ci[with_interval] > 0).all().all(), name
+        assert second.ci[without].isna().all().all(), name
+        if without:
+            assert any("no interval" in n for n in second.notes)
+        job.close()
+
+
+def test_sums_scale_by_the_inverse_fraction_and_groups_on_the_batching_key_do_not(spark, tables):
+    job = rotary.progressive_query(spark, PROGRESSIVE["no-groups"], batches=BATCHES)
+    first = job.step()
+    alone = job.partials([job.order[0]])[0]
+    assert first.result.at[0, "revenue"] == alone.iloc[0]["_t0"] * BATCHES
+    keyed = rotary.progressive_query(spark, PROGRESSIVE["groups-by-key"], batches=BATCHES)
+    assert keyed.spec.exact_groups  # grouped by l_orderkey, the batching key: each group whole in one batch
+    assert (keyed.step().ci[["value", "lines"]] == 0).all().all()
+
+
+def test_a_dataframe_query_runs_progressively(spark, tables):
+    from pyspark.sql import functions as F
+
+    frame = (spark.table("lineitem").where(F.col("l_quantity") > 10).groupBy("l_returnflag")
+             .agg(F.sum("l_quantity").alias("q"), F.avg("l_discount").alias("d")))
+    snapshots = list(rotary.progressive(spark, frame, batches=BATCHES))
+    assert len(snapshots) == BATCHES
+    assert_same_answer(snapshots[-1].result, frame.toPandas(), ordered=False)
+
+
+@pytest.mark.parametrize("name", sorted(FALLBACK))
+def test_a_query_it_cannot_batch_runs_exactly_and_says_why(spark, tables, name):
+    sql, why = FALLBACK[name]
+    job = rotary.progressive_query(spark, sql, batches=BATCHES)
+    assert isinstance(job, ExactQuery)
+    (only,) = list(job)
+    assert only.final and why in only.exact_reason
+    assert_same_answer(only.result, spark.sql(sql).toPandas(), ordered=False)
+
+
+def test_a_query_spark_cannot_analyze_is_one_line(spark, tables):
+    with pytest.raises(QueryError, match="no_such_table") as error:
+        rotary.progressive_query(spark, "select count(*) from no_such_table", batches=BATCHES)
+    assert "\n" not in str(error.value) and "createOrReplaceTempView" in str(error.value)
