@@ -27,6 +27,7 @@ import logging
 import shutil
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,14 +64,19 @@ class ActiveJob:
     last_result: object = None
     checkpoints: int = 0
     memory_waits: int = 0  # arbitrations it sat out because its memory did not fit what was left
+    waits: int = 0  # arbitrations it sat out, for any reason
 
 
 class Arbiter:
     def __init__(self, spark, data, policy: Policy, *, batches: int = 20, cores: int | None = None,
                  memory: float | None = None, epoch_s: float = 2.0, window: int = 3, max_epoch_factor: int = 3,
                  checkpoint_dir, history: History | None = None, exact_answers: dict | None = None,
-                 progress=None):
+                 progress=None, clock: Callable[[], float] = time.perf_counter,
+                 sleep: Callable[[float], None] = time.sleep):
         self.spark, self.data, self.policy, self.batches = spark, data, policy, batches
+        #: Seconds (any origin) that arrivals, epochs, deadlines and records are decided by, and how the loop
+        #: waits for the next arrival; tests may pass their own.
+        self.clock, self.sleep = clock, sleep
         self.cores = cores or spark.sparkContext.defaultParallelism
         self.memory = float("inf") if memory is None else memory
         self.epoch_s, self.window, self.max_epoch_factor = epoch_s, window, max_epoch_factor
@@ -95,18 +101,18 @@ class Arbiter:
         pending = sorted(workload, key=lambda j: j.arrival_s)
         active: dict[str, ActiveJob] = {}
         records = []
-        start = time.perf_counter()
+        start = self.clock()
         while pending or active:
-            now = time.perf_counter() - start
+            now = self.clock() - start
             while pending and pending[0].arrival_s <= now:
                 job = self._admit(pending.pop(0))
                 active[job.spec.job_id] = job
             if not active:
-                time.sleep(max(0.0, min(self.epoch_s, pending[0].arrival_s - now)))
+                self.sleep(max(0.0, min(self.epoch_s, pending[0].arrival_s - now)))
                 continue
-            tick = time.perf_counter()
+            tick = self.clock()
             self._arbitrate(active, now)
-            self.overhead_s += time.perf_counter() - tick
+            self.overhead_s += self.clock() - tick
             running = [j for j in active.values() if j.cores > 0]
             threads = [threading.Thread(target=self._run_epoch, args=(j, start), name=j.spec.job_id) for j in running]
             for t in threads:
@@ -114,8 +120,8 @@ class Arbiter:
             for t in threads:
                 t.join()
             if not running:
-                time.sleep(self.epoch_s)
-            now = time.perf_counter() - start
+                self.sleep(self.epoch_s)
+            now = self.clock() - start
             for job in list(active.values()):
                 status = self._status(job, now)
                 if status != crit.RUNNING:
@@ -147,6 +153,8 @@ class Arbiter:
             cores = grant.get(job.spec.job_id, 0)
             if cores == 0 and job.query is not None:
                 self._pause(job)
+            if cores == 0:
+                job.waits += 1
             if cores == 0 and self.policy.uses_memory and job.memory > memory_left:
                 job.memory_waits += 1
             job.cores = cores
@@ -188,7 +196,7 @@ class Arbiter:
         if self.fair:
             sc.setLocalProperty("spark.scheduler.pool", fair_pool(sc, f"rotary-{job.spec.job_id}", job.cores,
                                                                      cap=True))
-        epoch_end = time.perf_counter() + self.epoch_s
+        epoch_end = self.clock() + self.epoch_s
         before = job.estimate
         while not job.query.done:
             snapshot = job.query.step()
@@ -196,7 +204,7 @@ class Arbiter:
             job.last_result = snapshot.result
             job.previous, job.estimate = job.estimate, job.envelope.add(snapshot.result)
             job.live.append((job.processing_s, job.estimate))
-            if self._status(job, time.perf_counter() - start) != crit.RUNNING or time.perf_counter() >= epoch_end:
+            if self._status(job, self.clock() - start) != crit.RUNNING or self.clock() >= epoch_end:
                 break
         job.gains.append(job.estimate - before)
         job.epochs += 1
@@ -235,7 +243,8 @@ class Arbiter:
                 "waiting_s": max(0.0, now - s.arrival_s - job.processing_s), "epochs": job.epochs,
                 "batches_done": job.batches_done, "estimate": job.estimate, "true_accuracy": float(truth),
                 "false_attainment": bool(status == crit.ATTAINED and truth < s.threshold),
-                "checkpoints": job.checkpoints, "memory_bytes": job.memory, "memory_waits": job.memory_waits}
+                "checkpoints": job.checkpoints, "memory_bytes": job.memory, "memory_waits": job.memory_waits,
+                "waits": job.waits}
 
 
 def _quiet_scan_rescaling(sc) -> None:

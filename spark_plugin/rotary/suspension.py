@@ -24,6 +24,7 @@ import math
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,11 +46,17 @@ class Suspension:
 
 
 class SuspendableQuery:
-    """Runs a :class:`ProgressiveQuery` to its end, or until a suspension is asked for or pays."""
+    """Runs a :class:`ProgressiveQuery` to its end, or until a suspension is asked for or pays.
+
+    ``clock`` (seconds, any origin; default ``time.perf_counter``) times the request, the write and
+    discarded work of a suspension; tests pass a clock they move.
+    """
 
     def __init__(self, query: ProgressiveQuery, checkpoint_path, *, window: riveter.TerminationWindow | None = None,
-                 disk: riveter.DiskSpeed | None = None, free_memory: float = math.inf):
+                 disk: riveter.DiskSpeed | None = None, free_memory: float = math.inf,
+                 clock: Callable[[], float] = time.perf_counter):
         self.query = query
+        self.clock = clock
         self.path = Path(checkpoint_path)
         self.window = window
         self.disk = disk or (riveter.DiskSpeed.measure(self.path.parent) if window else None)
@@ -65,7 +72,7 @@ class SuspendableQuery:
 
     @property
     def requested_at(self) -> float | None:
-        """When a suspension was asked for (``time.perf_counter()``), if it was."""
+        """When a suspension was asked for (on :attr:`clock`), if it was."""
         return self._requested_at
 
     def request_suspend(self, cancel_running: bool = False) -> None:
@@ -73,7 +80,7 @@ class SuspendableQuery:
         up the Spark query in flight (safe from any thread)."""
         with self._lock:
             if self._requested_at is None:
-                self._requested_at = time.perf_counter()
+                self._requested_at = self.clock()
             if cancel_running and not self._cancelling:
                 self._cancelling = True
                 self._canceller = threading.Thread(target=self._cancel_until_stopped, daemon=True)
@@ -106,15 +113,15 @@ class SuspendableQuery:
             if self._requested_at is not None:
                 return self._suspend("requested", self._requested_at)
             if self.window is not None and self._cost_model_suspends():
-                return self._suspend("cost model", time.perf_counter())
-            start = time.perf_counter()
+                return self._suspend("cost model", self.clock())
+            start = self.clock()
             with warnings.catch_warnings(record=True) as caught:
                 try:
                     snapshot = self.query.step()
                 except Exception:
                     if not self._cancelling:
                         raise
-                    self._discarded_s += time.perf_counter() - start  # cancelled on request: suspend next
+                    self._discarded_s += self.clock() - start  # cancelled on request: suspend next
                     continue  # (pyspark's warning about the failed Arrow collection is dropped with it)
             for w in caught:
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
@@ -138,9 +145,9 @@ class SuspendableQuery:
             self.query.step()
         if self.query.done:  # those were the last: nothing left to suspend
             return self.query.snapshot()
-        write_start = time.perf_counter()
+        write_start = self.clock()
         path = self.query.checkpoint(self.path)
-        done = time.perf_counter()
+        done = self.clock()
         self.query.close()
         size = sum(f.stat().st_size for f in path.iterdir())
         return Suspension(path, reason, self.query.batches_done, self.query.elapsed_s, done - since,

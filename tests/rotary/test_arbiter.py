@@ -28,7 +28,7 @@ def data(spark, session_dir):
 
 def _workload():
     return [WorkloadJob("a", 6, "light", 0.95, 60.0, 0.0), WorkloadJob("b", 1, "light", 0.6, 60.0, 0.0),
-            WorkloadJob("c", 5, "medium", 0.9, 60.0, 0.5)]
+            WorkloadJob("c", 5, "medium", 0.9, 60.0, 0.0)]
 
 
 @pytest.mark.parametrize("name", ["rotary", "rr"])
@@ -44,10 +44,10 @@ def test_every_job_ends_and_each_epoch_runs_with_its_granted_cores(spark, data, 
         assert 0 <= r["true_accuracy"] <= 1 and r["waiting_s"] >= 0
         if r["status"] == "attained" and r["batches_done"] < BATCHES:  # stopped early on its envelope
             assert r["estimate"] >= r["threshold"]
-    # Three jobs on two cores: someone waited, and was paused to disk if it had started.
-    assert any(r["waiting_s"] > 0.2 for r in records)
+    # Three jobs arrive together on two cores: at the first arbitration at least one sits out. (The
+    # arbitration's overhead is a benchmark figure, benchmarks/rotary, not asserted here.)
+    assert any(r["waits"] > 0 for r in records)
     assert not any((tmp_path / "checkpoints").glob("*/state.json")), "checkpoints go with their jobs"
-    assert arbiter.overhead_s < 0.5
     tasks = tm.records(since=mark)["task"]
     groups = pc.unique(tasks["jobGroup"]).to_pylist()
     epochs = [g for g in groups if g and g.startswith("rotary-")]

@@ -13,6 +13,7 @@ from benchmarks.tpch.data import ensure_dataset
 from spark_plugin import rotary
 from spark_plugin.rotary.riveter import PIPELINE, REDO, DiskSpeed, TerminationWindow
 from spark_plugin.rotary.suspension import Suspension, SuspendableQuery
+from tests.helpers import ManualClock
 
 pytestmark = pytest.mark.spark
 
@@ -41,19 +42,24 @@ def data(session_dir):
 
 def test_a_requested_suspension_stops_at_the_next_boundary_and_resumes_on_other_cores(spark, data, tmp_path):
     exact = rotary.ProgressiveQuery(spark, 3, data, batches=BATCHES).exact()
-    run = SuspendableQuery(rotary.ProgressiveQuery(spark, 3, data, batches=BATCHES, growth=1), tmp_path / "q3")
+    clock = ManualClock(tick=0.25)  # each reading a quarter second after the last
+    run = SuspendableQuery(rotary.ProgressiveQuery(spark, 3, data, batches=BATCHES, growth=1), tmp_path / "q3",
+                           clock=clock)
     seen = []
 
     def ask_after_two_batches(snapshot):
         seen.append(snapshot.batch)
         if snapshot.batch == 2:
-            threading.Thread(target=run.request_suspend).start()
-            time.sleep(0.2)  # the lag runs from the request to the state on disk
+            asking = threading.Thread(target=run.request_suspend)  # from another thread, as a notice would
+            asking.start()
+            asking.join()
+            clock.advance(3.0)  # before the query reaches its boundary
 
     outcome = run.run(on_snapshot=ask_after_two_batches)
     assert isinstance(outcome, Suspension) and outcome.reason == "requested"
     assert outcome.batches_done == 2 and seen == [1, 2]
-    assert 0 < outcome.write_s <= outcome.lag_s
+    # The lag runs from the request, through the wait for the boundary, to the state on disk.
+    assert outcome.write_s > 0 and outcome.lag_s >= 3.0 + outcome.write_s
     assert outcome.state_bytes == sum(f.stat().st_size for f in outcome.path.iterdir())
     assert outcome.groups == run.query.groups > 0
     resumed = subprocess.run([sys.executable, "-c", RESUME_ELSEWHERE, str(outcome.path),
@@ -101,7 +107,8 @@ def test_the_state_estimate_tracks_the_checkpoint_size(spark, data, tmp_path):
 
 def test_a_suspension_asked_for_at_once_cancels_the_spark_query_in_flight(spark, data, tmp_path):
     exact = rotary.ProgressiveQuery(spark, 3, data, batches=12).exact()
-    run = SuspendableQuery(rotary.ProgressiveQuery(spark, 3, data, batches=12, growth=20), tmp_path / "q3")
+    run = SuspendableQuery(rotary.ProgressiveQuery(spark, 3, data, batches=12, growth=20), tmp_path / "q3",
+                           clock=ManualClock(tick=1.0))
     tracker = spark.sparkContext.statusTracker()
 
     def cancel_once_a_job_runs():
