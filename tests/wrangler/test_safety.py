@@ -87,7 +87,7 @@ def test_holds_keep_offers_from_flagged_executors_and_the_guard_judges_each_by_t
     # A model flags executor 0 (healthy) and executor 1 (its tasks really sleep 4x longer) at every tick. Which
     # holds the guard refutes depends on how long each witness runs on this machine now; what it does with each
     # does not, and is checked here: how long holds and back-offs last is checked in test_decisions.py.
-    loop, records = flag_during_jobs(spark, tm, "01", seconds=10, slow_pid=executor_pid(spark, "1"))
+    loop, records = flag_during_jobs(spark, tm, "01", seconds=6, slow_pid=executor_pid(spark, "1"))
     decisions = loop.decisions_
     assert {(d["executorId"], d["why"]) for d in decisions} <= {("0", "model"), ("1", "model")}
     assert "held" in {d["action"] for d in decisions}
@@ -128,7 +128,7 @@ def test_a_held_executor_that_is_lost_ends_its_hold_and_every_result_is_right(sp
     holds = JvmHolds(spark)
     victim = executor_pid(spark, "2")
     mark = tm.mark()
-    job, out = in_background(lambda: steady_jobs(spark, 6))
+    job, out = in_background(lambda: steady_jobs(spark, 4))
     eventually(lambda: spark.sparkContext.statusTracker().getActiveStageIds())
     assert holds.hold("2", 60_000, 0.9, silent=True) == "held"  # healthy: the guard would refuse a model's hold
     os.kill(victim, signal.SIGKILL)
