@@ -1,7 +1,9 @@
-"""A fitted :class:`.StragglerPredictor` as JSON, for the driver JVM to score (``dev.sparkrm.wrangler.WranglerModel``).
+"""A fitted :class:`.StragglerPredictor` as JSON, the form the driver JVM decides with (``dev.sparkrm.wrangler.WranglerModel``).
 
-With ``spark.wrangler.model.path`` naming such a file, a ``spark-submit --conf`` application holds with no
-Python driver: the JVM reads the counters the executors send, scores them and decides. The file holds
+Every model reaches the JVM this way: ``spark.wrangler.model.path`` naming such a file (a ``spark-submit
+--conf`` application then holds with no Python driver), or Wrangler's Python side exporting a given, loaded
+or online-trained predictor and installing it through py4j. The JVM reads the counters the executors send,
+scores them and decides. The file holds
 exactly what ``predict`` computes with: the min-max scaler (``x * scale + offset``, clipped to [0, 1],
 missing counters 0), each per-node SVM (weights, intercept, sigmoid calibrators ``(a, b)``: confidence is
 the mean of ``1 / (1 + exp(a * score + b))``), and the multi-task model with its node and workload blocks
