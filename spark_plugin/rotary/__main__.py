@@ -11,6 +11,7 @@ fraction processed, the elapsed time and the envelope accuracy, and stops when t
 met (``--until``; default: every batch). ``--checkpoint DIR`` saves the state when it stops;
 ``--resume DIR`` continues a saved run. ``sql`` runs any plain aggregate query over your own tables, its
 progressive form derived from Spark's analysis of it; one it cannot batch runs exactly and says why.
+``prepare`` splits a table into random batches once (resumable) for ``sql --layouts``.
 
 Bad input exits with status 2 and one line (``error: ...``) naming the argument or file and the
 fix. Everything that needs no Spark (criterion, query, folders, numbers, master URL) is checked
@@ -223,7 +224,7 @@ def run_sql(args, criterion=None) -> int:
         logging.getLogger("SQLQueryContextLogger").disabled = True  # pyspark would print the error as JSON too
         try:
             job = query(spark, args.query, args.batches, args.seed, confidence=args.confidence,
-                        layouts=getattr(args, "layouts", None))
+                        layouts=args.layouts)
         except QueryError as e:
             raise QueryError(f"{e} (on this command line: --table NAME=PATH registers a Parquet folder)") from None
         exact = isinstance(job, ExactQuery)
@@ -280,10 +281,50 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("query", help="the SQL text; tables are catalog tables, --table views or parquet.`path`")
     q.add_argument("--table", action="append", metavar="NAME=PATH",
                    help="register a Parquet file or folder as temporary view NAME (repeatable)")
+    q.add_argument("--layouts", help="folder of prepared batch layouts (see `prepare`); without it, or for a "
+                                     "table not prepared, batches are hashed on the fly (slower)")
     _run_options(q)
     q.add_argument("--log-level", default="FATAL", type=str.upper, choices=LOG_LEVELS,
                    help="Spark's log level once it runs (default FATAL)")
+    p = sub.add_parser("prepare", help="split a Parquet table into random batches once (resumable)")
+    p.add_argument("table", help="the table's Parquet file or folder")
+    p.add_argument("--key", required=True, help="column(s) hashed into a batch, comma-separated: a join key "
+                                                "of your queries")
+    p.add_argument("--layouts", help="where layouts live (default ~/.cache/sparkrm/rotary/layouts)")
+    p.add_argument("--batches", type=int, default=20)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--master", default="local[*]")
+    p.add_argument("--log-level", default="FATAL", type=str.upper, choices=LOG_LEVELS)
     return parser
+
+
+def run_prepare(args) -> int:
+    """Write (or finish writing) a table's batch layout with a progress bar."""
+    from rich.progress import Progress
+
+    import spark_plugin
+
+    from .layouts import prepare_table
+
+    if not Path(args.table).expanduser().exists():
+        raise UsageError(f"prepare: {args.table} does not exist; give the table's Parquet file or folder")
+    if args.batches < 2:
+        raise UsageError(f"--batches must be a whole number >= 2, got {args.batches}")
+    if not _MASTER.fullmatch(args.master):
+        raise UsageError(f"--master {args.master!r} is not a Spark master URL: use local[*] or local[N]")
+    spark = spark_plugin.session(args.master, features=[], conf={"spark.ui.showConsoleProgress": "false"})
+    spark.sparkContext.setLogLevel(args.log_level)
+    try:
+        with Progress() as bar:
+            task = bar.add_task(f"batches of {args.table}", total=args.batches)
+            layout = prepare_table(spark, args.table, [k.strip() for k in args.key.split(",")], args.batches,
+                                   args.seed, root=args.layouts,
+                                   progress=lambda done, total: bar.update(task, completed=done))
+            bar.update(task, completed=args.batches)
+        print(f"layout: {layout.folder}")
+    finally:
+        spark.stop()
+    return 0
 
 
 def main(argv=None) -> int:
@@ -296,6 +337,8 @@ def main(argv=None) -> int:
     try:
         if args.command == "sql":
             return run_sql(args, check_sql(args))
+        if args.command == "prepare":
+            return run_prepare(args)
         return run(args, check(args))
     except ValueError as e:  # bad query, criterion, data or checkpoint: say it without a traceback
         print(f"error: {e}", file=sys.stderr)

@@ -58,7 +58,9 @@ def query(spark, sql_or_frame, batches: int = 20, seed: int = 0, order_seed: int
     seed : int, default=0
         Seed of the batch split (the hash); ``order_seed`` (default: ``seed``) orders the batches.
     layouts : str or Path, optional
-        Folder of prepared layouts (:func:`.layouts.prepare_table`); without one, batches are hashed on the fly.
+        Folder of prepared layouts (:func:`.layouts.prepare_table`): the fact table's layout with ``batches``
+        and ``seed``, when there is one not older than the table, is read one batch's files at a time;
+        otherwise (and without ``layouts``) batches are hashed on the fly.
 
     Returns
     -------
@@ -80,10 +82,18 @@ def query(spark, sql_or_frame, batches: int = 20, seed: int = 0, order_seed: int
     except NotProgressive as e:
         LOG.warning("running the query exactly in one step: %s", e)
         return ExactQuery(frame, str(e), confidence)
-    LOG.info("progressive: batching %s by %s into %d batches", derivation.fact_name,
-             [a.name for a in derivation.batch_key] or "the whole row", batches)
+    layout, note = None, None
+    if layouts is not None:
+        from .layouts import find_layout
+
+        layout, note = find_layout(spark, layouts, derivation, batches, seed)
+        if layout is not None and list(layout.key) != [a.name for a in derivation.batch_key]:
+            derivation = derive(plan, name=_name(sql_or_frame), batch_key=layout.key)
+    LOG.info("progressive: batching %s by %s into %d batches (%s)", derivation.fact_name,
+             [a.name for a in derivation.batch_key] or "the whole row", batches,
+             f"layout {layout.folder}" if layout else "hashed on the fly")
     return ProgressiveSQL(spark, frame, derivation, batches=batches, seed=seed, order_seed=order_seed,
-                          confidence=confidence, growth=growth, layouts=layouts)
+                          confidence=confidence, growth=growth, layout=layout, layout_note=note)
 
 
 def _name(sql_or_frame) -> str:
@@ -121,7 +131,7 @@ class ProgressiveSQL(ProgressiveQuery):
     """A plain aggregate query answered batch by batch (see the module docstring)."""
 
     def __init__(self, spark, frame, derivation, batches: int = 20, seed: int = 0, order_seed: int | None = None,
-                 confidence: float = 0.95, growth: float = 4.0, layouts=None):
+                 confidence: float = 0.95, growth: float = 4.0, layout=None, layout_note: str | None = None):
         import random
 
         if not 0 < confidence < 1:
@@ -145,14 +155,8 @@ class ProgressiveSQL(ProgressiveQuery):
         self._ready: list[pd.DataFrame] = []
         self._statics: list = []
         self._attributes = None
-        self.layout = None
-        self.notes = list(derivation.notes)
-        if layouts is not None:
-            from .layouts import find_layout
-
-            self.layout, why = find_layout(self.spark, layouts, derivation, batches, seed)
-            if why:
-                self.notes.append(why)
+        self.layout = layout
+        self.notes = list(derivation.notes) + ([layout_note] if layout_note else [])
         if self.layout is None:
             self.notes.append(f"{derivation.fact_name} is not prepared: each Spark query hashes it into batches "
                               "on the fly and scans it whole (slower; prepare it to read one batch's files)")

@@ -33,3 +33,18 @@ def test_a_plain_query_runs_to_its_exact_answer_and_an_unknown_table_is_one_line
     errors = [line for line in unknown.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "no_such_table" in errors[0] and "--table NAME=PATH" in errors[0]
     assert '"level": "ERROR"' not in unknown.stderr
+
+
+@pytest.mark.spark
+def test_prepare_writes_a_layout_that_sql_then_reads(tmp_path):
+    data = ensure_dataset(tmp_path / "tpch", 0.01, 1)
+    layouts = tmp_path / "layouts"
+    prepared = _cli("prepare", str(data / "orders"), "--key", "o_orderkey", "--batches", "4",
+                    "--layouts", str(layouts), "--master", "local[2]")
+    assert prepared.returncode == 0, prepared.stderr[-2000:]
+    assert "layout:" in prepared.stdout and list(layouts.rglob("_ROTARY_LAYOUT.json"))
+    run = _cli("sql", "select o_orderstatus, count(*), sum(o_totalprice) from orders group by o_orderstatus",
+               "--table", f"orders={data / 'orders'}", "--batches", "4", "--layouts", str(layouts),
+               "--master", "local[2]")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "batch 4/4 (100%)" in run.stdout and "not prepared" not in run.stdout

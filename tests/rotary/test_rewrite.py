@@ -188,3 +188,46 @@ def test_a_query_spark_cannot_analyze_is_one_line(spark, tables):
     with pytest.raises(QueryError, match="no_such_table") as error:
         rotary.progressive_query(spark, "select count(*) from no_such_table", batches=BATCHES)
     assert "\n" not in str(error.value) and "createOrReplaceTempView" in str(error.value)
+
+
+class _Interrupt(Exception):
+    pass
+
+
+def test_a_prepared_layout_is_resumable_and_used_by_later_queries(spark, tables, session_dir):
+    from spark_plugin.rotary.layouts import prepare_table
+
+    root, written = session_dir / "layouts", []
+
+    def stop_after_two(done, total):
+        written.append(done)
+        if done == 2:
+            raise _Interrupt
+
+    with pytest.raises(_Interrupt):
+        prepare_table(spark, tables["sales_path"], "sale_id", batches=BATCHES, root=root, progress=stop_after_two)
+    layout = prepare_table(spark, tables["sales_path"], "sale_id", batches=BATCHES, root=root,
+                           progress=lambda done, total: written.append(done))
+    assert written == [1, 2, 3, 4], "the second run writes only the batches the first did not"
+    assert not list(root.rglob("*.tmp")), "nothing half-written is left"
+    sql = PROGRESSIVE["parquet-path"].format(**tables)
+    job = rotary.progressive_query(spark, sql, batches=BATCHES, layouts=root)
+    assert job.layout is not None and job.layout.folder == layout.folder
+    snapshots = list(job)
+    assert not any("not prepared" in n for n in snapshots[-1].notes)
+    assert_same_answer(snapshots[-1].result, spark.sql(sql).toPandas(), ordered=True)
+
+
+def test_a_layout_older_than_its_table_is_not_used(spark, tables, session_dir):
+    from spark_plugin.rotary.layouts import prepare_table
+
+    folder, root = session_dir / "changing", session_dir / "layouts-changing"
+    spark.read.parquet(tables["sales_path"]).where("store < 5").write.parquet(str(folder))
+    prepare_table(spark, str(folder), "store", batches=BATCHES, root=root)
+    spark.read.parquet(tables["sales_path"]).where("store = 5").write.mode("append").parquet(str(folder))
+    sql = f"select store, sum(units) from parquet.`{folder}` group by store"
+    job = rotary.progressive_query(spark, sql, batches=BATCHES, layouts=root)
+    assert job.layout is None
+    final = list(job)[-1]
+    assert any("older than its table" in n for n in final.notes) and any("not prepared" in n for n in final.notes)
+    assert_same_answer(final.result, spark.sql(sql).toPandas(), ordered=False)

@@ -1,0 +1,197 @@
+"""Prepared batch layouts of a user's table: its rows split into B random batches by a key, stored once.
+
+A progressive query over an unprepared table hashes its key into batches on the fly, so every Spark query
+scans the whole table. :func:`prepare_table` writes the table once as Parquet partitioned by batch
+(``rotary_batch=b``), so a step reads its batches' files only; every later query whose fact table it is
+uses the layout, whatever its key (any split of the rows into batches gives exact totals; the key decides
+only which groups are whole within a batch, and the rewrite is told the layout's key).
+
+* **Resumable.** Batches are written one Spark job each into a temporary folder, with the batches done
+  recorded beside them; an interrupted ``prepare`` continues with the batches not yet written. The folder
+  is renamed into place, with its manifest, only when every batch is in: nothing half-written is used.
+* **Never older than its table.** The manifest records the table's files (path, size, modification time).
+  A layout whose table has new, removed or changed files is not used (the snapshot says so and the query
+  hashes on the fly); ``prepare`` makes it again.
+* **Where.** ``<root>/<table>-<hash of its source>/<key>-b<B>-s<seed>/``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import SparkrmError
+from . import sqlplan
+
+LOG = logging.getLogger(__name__)
+MANIFEST = "_ROTARY_LAYOUT.json"
+PROGRESS = "_ROTARY_PROGRESS.json"
+BATCH_COLUMN = "rotary_batch"
+
+
+class LayoutError(SparkrmError, ValueError):
+    """A table cannot be prepared (not a single file-based table, unknown key); the message says why."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A prepared layout: its folder and what it was made from."""
+
+    folder: Path
+    source: str
+    key: tuple
+    batches: int
+    seed: int
+
+    def batches_frame(self, spark, fact, batch_ids):
+        """Batches ``batch_ids`` of the layout as the rows of leaf ``fact`` (a sqlplan.Node): the same
+        attributes (expression ids) as the leaf the query plan reads, and the batch column last."""
+        from pyspark.sql import functions as F
+
+        from .sqlquery import _frame_of
+
+        jvm = spark._jvm
+        frame = spark.read.parquet(str(self.folder)).where(F.col(BATCH_COLUMN).isin([int(b) for b in batch_ids]))
+        plan = frame._jdf.queryExecution().analyzed()
+        by_name = {a.name(): a for a in sqlplan.items(plan.output())}
+        alias = jvm.org.apache.spark.sql.catalyst.expressions.Alias
+        empty = sqlplan.seq(jvm, [])
+        columns = [alias(by_name[a.name], a.name, a.jvm.exprId(), empty, jvm.scala.Option.empty(), empty)
+                   for a in fact.output] + [by_name[BATCH_COLUMN]]
+        project = jvm.org.apache.spark.sql.catalyst.plans.logical.Project(sqlplan.seq(jvm, columns), plan)
+        return _frame_of(spark, project)
+
+
+def default_root() -> Path:
+    return Path.home() / ".cache" / "sparkrm" / "rotary" / "layouts"
+
+
+def table_leaf(spark, table):
+    """The one relation leaf a table (a name, a Parquet path or a DataFrame) reads, and its frame."""
+    from pyspark.sql import DataFrame
+
+    if isinstance(table, DataFrame):
+        frame = table
+    elif Path(str(table)).expanduser().exists():
+        frame = spark.read.parquet(str(Path(str(table)).expanduser()))
+    else:
+        try:
+            frame = spark.table(str(table))
+        except Exception as e:  # noqa: BLE001 - Spark's AnalysisException; said in one line
+            raise LayoutError(f"{table} is neither a table, a temporary view nor a Parquet path: "
+                              f"{str(e).splitlines()[0]}") from None
+    leaves = [n for n in sqlplan.analyzed(frame).walk() if not n.children]
+    files = [n for n in leaves if n.source.startswith("files:")]
+    if len(leaves) != 1 or len(files) != 1:
+        raise LayoutError(f"{table} is not one file-based table (it reads {len(leaves)} relation(s)); prepare "
+                          "the table a view reads, not the view")
+    return files[0], frame
+
+
+def table_files(leaf) -> dict:
+    """The files a relation leaf reads: path -> [size, modification time]."""
+    location = leaf.jvm.relation().location()
+    return {str(f.getPath().toString()): [int(f.getLen()), int(f.getModificationTime())]
+            for f in sqlplan.items(location.allFiles())}
+
+
+def layout_folder(root, source: str, key, batches: int, seed: int) -> Path:
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", source.rstrip("/").split("/")[-1])[-40:] or "table"
+    digest = hashlib.blake2b(source.encode(), digest_size=6).hexdigest()
+    return Path(root).expanduser() / f"{name}-{digest}" / f"{'+'.join(key)}-b{batches}-s{seed}"
+
+
+def prepare_table(spark, table, key, batches: int = 20, seed: int = 0, root=None, progress=None) -> Layout:
+    """Split ``table`` into ``batches`` random batches by ``key`` and store them for progressive queries.
+
+    Parameters
+    ----------
+    table : str or DataFrame
+        A catalog table, a temporary view over files, or a Parquet path.
+    key : str or list of str
+        The column(s) hashed into a batch: a join key of the queries (rows with the same key share a batch).
+    root : str or Path, optional
+        Where layouts live (default ``~/.cache/sparkrm/rotary/layouts``).
+    progress : callable, optional
+        Called as ``progress(done, batches)`` after each batch is written.
+
+    Returns
+    -------
+    Layout
+        The layout, reused when it is already complete and not older than the table.
+    """
+    from pyspark.sql import functions as F
+
+    if not isinstance(batches, int) or batches < 2:
+        raise ValueError(f"batches must be a whole number >= 2, not {batches!r}")
+    keys = (key,) if isinstance(key, str) else tuple(key)
+    leaf, frame = table_leaf(spark, table)
+    missing = [k for k in keys if k not in frame.columns]
+    if missing:
+        raise LayoutError(f"key {missing} is not a column of {table} (its columns: {', '.join(frame.columns)})")
+    files = table_files(leaf)
+    folder = layout_folder(root or default_root(), leaf.source, keys, batches, seed)
+    manifest = {"source": leaf.source, "key": list(keys), "batches": batches, "seed": seed, "files": files}
+    if _read(folder / MANIFEST) == manifest:
+        LOG.info("layout %s is ready", folder)
+        return Layout(folder, leaf.source, keys, batches, seed)
+    tmp = folder.with_name(folder.name + ".tmp")
+    state = _read(tmp / PROGRESS)
+    if not state or {k: v for k, v in state.items() if k != "done"} != manifest:
+        shutil.rmtree(tmp, ignore_errors=True)  # another table version, key or count: start over
+        state = {**manifest, "done": []}
+    tmp.mkdir(parents=True, exist_ok=True)
+    batch = F.pmod(F.xxhash64(*[F.col(k) for k in keys], F.lit(seed)), F.lit(batches)).cast("int")
+    keyed = frame.withColumn(BATCH_COLUMN, batch)
+    for b in range(batches):
+        if b in state["done"]:
+            continue
+        part = tmp / f"{BATCH_COLUMN}={b}"
+        shutil.rmtree(part, ignore_errors=True)
+        keyed.where(F.col(BATCH_COLUMN) == b).drop(BATCH_COLUMN).write.parquet(str(part))
+        state["done"].append(b)
+        (tmp / PROGRESS).write_text(json.dumps(state))
+        if progress:
+            progress(len(state["done"]), batches)
+    (tmp / PROGRESS).unlink()
+    (tmp / MANIFEST).write_text(json.dumps(manifest))
+    shutil.rmtree(folder, ignore_errors=True)
+    tmp.rename(folder)
+    LOG.info("prepared %s: %d batches by %s in %s", table, batches, keys, folder)
+    return Layout(folder, leaf.source, keys, batches, seed)
+
+
+def find_layout(spark, root, derivation, batches: int, seed: int):
+    """The complete, current layout of the query's fact table for ``batches`` and ``seed``, or None; and a
+    note for the snapshot when one exists but is not used."""
+    fact = derivation.fact
+    if not fact.source.startswith("files:"):
+        return None, None
+    base = layout_folder(root, fact.source, ("x",), batches, seed).parent
+    candidates = sorted(base.glob(f"*-b{batches}-s{seed}")) if base.is_dir() else []
+    preferred = "+".join(a.name for a in derivation.batch_key)
+    candidates.sort(key=lambda p: not p.name.startswith(preferred + "-b"))
+    for folder in candidates:
+        manifest = _read(folder / MANIFEST)
+        if not manifest or manifest.get("source") != fact.source:
+            continue
+        current = table_files(fact)
+        if manifest["files"] != current:
+            changed = len(set(current) ^ set(manifest["files"])) + sum(
+                1 for f in set(current) & set(manifest["files"]) if current[f] != manifest["files"][f])
+            return None, (f"the layout in {folder} is older than its table ({changed} file(s) new, removed or "
+                          "changed): not used; prepare the table again")
+        return Layout(folder, manifest["source"], tuple(manifest["key"]), batches, seed), None
+    return None, None
+
+
+def _read(path: Path):
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
