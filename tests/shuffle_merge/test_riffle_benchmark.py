@@ -46,8 +46,11 @@ def test_driver_scale_pushes_the_same_merges_with_a_fraction_of_polling_requests
     assert push["merges"] == poll["merges"] > 20  # the same groups, each delivered once
     assert set(push["requests"]) <= {"register", "done"} and push["pushes"] > 0
     assert poll["requests"]["poll"] > 10 * push["pushes"]  # 20 executors x 100 polls a second
-    assert push["rpc_per_s"] < poll["rpc_per_s"] / 5
-    assert push["delay_ms"]["p50"] >= 0 and poll["delay_ms"]["p50"] >= 0
+    # What the driver handled during the map phase (requests and pushes), counted, not timed: the rates the
+    # report shows divide these by each mode's map phase.
+    handled = {mode: sum(r["requests"].values()) + r["pushes"] for mode, r in runs.items()}
+    assert handled["push"] < handled["poll"] / 5
+    assert push["delay_ms"] and poll["delay_ms"]  # each mode timed its deliveries
 
 
 def test_whole_job_runs_both_modes_under_the_cap_or_says_why_not(tmp_path):

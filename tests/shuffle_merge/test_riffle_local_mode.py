@@ -39,4 +39,4 @@ def test_merges_queue_for_memory_and_never_exceed_the_budget(spark, vanilla_resu
     # Read buffers shrink so that one merge fits: 3 x (1 MiB - 512 KiB) / 3 + 512 KiB = the budget.
     assert all(m["bufferBytes"] <= BUDGET for m in merges)
     assert max(m["peakBufferBytes"] for m in merges) <= BUDGET
-    assert max(m["queueWaitMs"] for m in merges) >= 200  # a merge waited for another's buffers
+    assert any(m["memoryWaits"] == 1 for m in merges)  # a merge queued for another's buffers

@@ -20,18 +20,26 @@ final class MergeBudget {
     return capacity;
   }
 
-  /** Blocks until {@code bytes} (at most the capacity) are free for this caller, in FIFO order. */
-  synchronized void acquire(long bytes) throws InterruptedException {
+  /**
+   * Blocks until {@code bytes} (at most the capacity) are free for this caller, in FIFO order; returns
+   * whether it had to wait (others held the memory, or were queued ahead).
+   */
+  synchronized boolean acquire(long bytes) throws InterruptedException {
     Object ticket = new Object();
     queue.addLast(ticket);
+    boolean waited = false;
     try {
-      while (queue.peekFirst() != ticket || used + bytes > capacity) wait();
+      while (queue.peekFirst() != ticket || used + bytes > capacity) {
+        waited = true;
+        wait();
+      }
     } finally {
       queue.remove(ticket);
       notifyAll();
     }
     used += bytes;
     peak = Math.max(peak, used);
+    return waited;
   }
 
   synchronized void release(long bytes) {

@@ -79,11 +79,12 @@ final class MergerService {
     int readBuffer = (int) Math.max(MIN_READ_BUFFER,
         Math.min(readBufferBytes, (budget.capacity() - writeBufferBytes) / n));
     long bytes = Math.min(budget.capacity(), (long) n * readBuffer + writeBufferBytes);
+    boolean waited;
     try {
-      budget.acquire(bytes);
+      waited = budget.acquire(bytes);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      return outcome(a, "cancelled", "interrupted while queued", null, queuedAt, queuedAt, 0);
+      return outcome(a, "cancelled", "interrupted while queued", null, queuedAt, queuedAt, 0, true);
     }
     long startedAt = System.nanoTime();
     try {
@@ -91,15 +92,15 @@ final class MergerService {
       MergeWriter.Result r = new MergeWriter(resolver.get()).merge(
           a.shuffleId(), a.syntheticMapId(), a.inputs(), readBuffer, writeBufferBytes, cancelled::get);
       faults.afterCommit(a, resolver.get());
-      return outcome(a, "committed", null, r, queuedAt, startedAt, bytes);
+      return outcome(a, "committed", null, r, queuedAt, startedAt, bytes, waited);
     } catch (CancellationException e) {
-      return outcome(a, "cancelled", "cancelled by the driver", null, queuedAt, startedAt, bytes);
+      return outcome(a, "cancelled", "cancelled by the driver", null, queuedAt, startedAt, bytes, waited);
     } catch (MergeWriter.PeerFilesUnreadable e) {
-      return outcome(a, RiffleScheduler.UNREADABLE, e.getMessage(), null, queuedAt, startedAt, bytes);
+      return outcome(a, RiffleScheduler.UNREADABLE, e.getMessage(), null, queuedAt, startedAt, bytes, waited);
     } catch (Exception e) { // IOException, or anything else from Spark's resolver: the merge failed
       LOG.warn("Riffle merge {} of shuffle {} failed; its {} map outputs will be read unmerged: {}",
           a.groupId(), a.shuffleId(), n, e.toString());
-      return outcome(a, "failed", e.toString(), null, queuedAt, startedAt, bytes);
+      return outcome(a, "failed", e.toString(), null, queuedAt, startedAt, bytes, waited);
     } finally {
       budget.release(bytes);
       cancelFlags.remove(a.groupId());
@@ -107,10 +108,10 @@ final class MergerService {
   }
 
   private static MergeOutcome outcome(MergeAssignment a, String status, String error, MergeWriter.Result r,
-      long queuedAt, long startedAt, long bufferBytes) {
+      long queuedAt, long startedAt, long bufferBytes, boolean waitedForMemory) {
     long now = System.nanoTime();
     return new MergeOutcome(a, status, error, r == null ? 0 : r.inputBytes(), r == null ? 0 : r.outputBytes(),
         TimeUnit.NANOSECONDS.toMillis(startedAt - queuedAt), TimeUnit.NANOSECONDS.toMillis(now - startedAt),
-        bufferBytes);
+        bufferBytes, waitedForMemory);
   }
 }

@@ -228,6 +228,7 @@ public final class RiffleExecutor {
     m.put("queueWaitMs", o.queueWaitMs());
     m.put("mergeMs", o.mergeMs());
     m.put("bufferBytes", o.bufferBytes());
+    m.put("memoryWaits", o.waitedForMemory() ? 1 : 0);
     m.put("peakBufferBytes", merger.peakBufferBytes());
     boolean keep = false;
     try {

@@ -27,6 +27,7 @@ final class RiffleRecords implements RiffleEvents {
       .field("inputBytes", "int", g -> reported(g, "inputBytes"))
       .field("outputBytes", "int", g -> reported(g, "outputBytes"))
       .field("queueWaitMs", "int", g -> reported(g, "queueWaitMs"))
+      .field("memoryWaits", "int", g -> reported(g, "memoryWaits"))
       .field("mergeMs", "int", g -> reported(g, "mergeMs"))
       .field("bufferBytes", "int", g -> reported(g, "bufferBytes"))
       .field("peakBufferBytes", "int", g -> reported(g, "peakBufferBytes"));
