@@ -67,6 +67,10 @@ class Derivation:
     partials: list  # Partial
     labels: list  # the answer's column names, in order
     notes: list = field(default_factory=list)
+    #: Filters on the fact's path whose subqueries read the fact table again, correlated on the batching key:
+    #: (depth of the Filter on ``fact_path``, the fact leaves inside its subqueries). Those reads are batched
+    #: alike, which keeps the subquery exact for every row that reaches the aggregate.
+    subquery_sites: list = field(default_factory=list)
 
     @property
     def fact_name(self) -> str:
@@ -94,8 +98,11 @@ def derive(plan, name: str = "query", batch_key=None) -> Derivation:
     builder = _Builder()
     builder.aggregate(aggregate)
     env, order, nulls, limit, having = builder.above(above, aggregate)
-    fact, path = _fact(aggregate)
+    fact, path, others = _fact(aggregate)
+    if others and batch_key is None:  # batch by the column the subqueries correlate on
+        batch_key = _correlation_columns(aggregate, others)
     key, classes = _batch_key(aggregate.children[0], fact, path, batch_key)
+    sites = _subquery_sites(aggregate.children[0], path, fact, others, key, classes)
     builder.key_class = {a for a in classes}
     builder.finish_partials()
     labels, outputs, hidden = [], [], []
@@ -147,7 +154,9 @@ def derive(plan, name: str = "query", batch_key=None) -> Derivation:
                          (h, c.dtype) for h, c in builder.hidden if c.key is None),
                      hidden=tuple(hidden), description="derived from Spark's analyzed plan")
     keys = [(renamed_keys[k], e) for k, e in zip(builder.key_names, [e for _, e in builder.keys])]
-    return Derivation(spec, aggregate, fact, path, key, keys, builder.partials, labels, notes)
+    if sites:
+        notes.append(f"subqueries over {describe(fact)} read the same batches (correlated on the batching key)")
+    return Derivation(spec, aggregate, fact, path, key, keys, builder.partials, labels, notes, sites)
 
 
 def _rename(text: str, old: str, new: str) -> str:
@@ -440,17 +449,93 @@ def _linear_leaves(node, path=()):
 
 
 def _fact(aggregate):
+    """The leaf to batch, its path from the aggregate's child, and the other reads of the same table."""
     child = aggregate.children[0]
     candidates = list(_linear_leaves(child))
     if not candidates:
         raise NotProgressive("no table reaches the aggregate row for row (each is under an aggregate, window, "
                              "union or the null side of an outer join), so none can be sampled")
     fact, path = max(candidates, key=lambda lp: lp[0].size)
-    reads = sum(1 for n in aggregate.walk() if not n.children and n.source == fact.source)
-    if reads > 1:
-        raise NotProgressive(f"its largest table {describe(fact)} is read {reads} times (a self-join or a "
-                             "subquery over it); batching every read the same way is not supported yet")
-    return fact, path
+    others = [n for n in aggregate.walk() if not n.children and n.source == fact.source and n is not fact]
+    return fact, path, others
+
+
+def _read_times(fact, others) -> NotProgressive:
+    return NotProgressive(f"its largest table {describe(fact)} is read {len(others) + 1} times (a self-join or a "
+                          "subquery over it not correlated on one key column); batching every read alike is not "
+                          "supported for it")
+
+
+def _correlations(plan):
+    """(inner attribute, outer attribute) of the equalities ``inner = outer(...)`` in a subquery's filters."""
+    for node in plan.walk():
+        if node.kind == "Filter":
+            for a, b in _equalities(node.exprs[0], outer=True):
+                yield a, b
+
+
+def _correlation_columns(aggregate, others):
+    """The fact column every other read is correlated on (by name), when there is one."""
+    holders: dict = {}  # id() of a leaf -> the subquery plans holding it
+    for node in aggregate.walk():
+        for e in node.exprs:
+            for plan in (p for sub in e.walk() for p in sub.plans):
+                for leaf in plan.walk():
+                    holders.setdefault(id(leaf), []).append(plan)
+    names = None
+    for read in others:
+        ids = {a.id: a.name for a in read.output}
+        found = {ids[a.id] for plan in holders.get(id(read), []) for a, _ in _correlations(plan) if a.id in ids}
+        names = found if names is None else names & found
+    return sorted(names)[:1] if names else None
+
+
+def _subquery_sites(child, path, fact, others, key, classes):
+    """Where the other reads of the fact table are (see :attr:`Derivation.subquery_sites`); raises unless each
+    lies in a subquery of a Filter on the fact's path, filtered by ``inner key = outer(a)`` with ``a`` equal to
+    the batching key on every row that reaches the aggregate."""
+    if not others:
+        return []
+    if len(key) != 1:
+        raise _read_times(fact, others)
+    remaining, sites = {id(o) for o in others}, []
+    node = child
+    for depth, step in enumerate(path + (None,)):
+        if node.kind == "Filter":
+            reads = []
+            for e in node.exprs[0].walk():
+                for plan in e.plans:
+                    for read in (n for n in _tree(plan) if not n.children and id(n) in remaining):
+                        if not _correlated(plan, read, key[0].name, classes):
+                            raise _read_times(fact, others)
+                        reads.append(read)
+                        remaining.discard(id(read))
+            if reads:
+                sites.append((depth, reads))
+        if step is None:
+            break
+        node = node.children[step]
+    if remaining:
+        raise _read_times(fact, others)
+    return sites
+
+
+def _tree(plan):
+    """A plan's operators through their children only (not into subqueries of their expressions)."""
+    yield plan
+    for c in plan.children:
+        yield from _tree(c)
+
+
+def _correlated(plan, read, key_name: str, classes) -> bool:
+    """Whether ``read``'s rows reach a filter ``read.key = outer(a)`` with ``a`` in ``classes``."""
+    inner = {a.id for a in read.output if a.name == key_name}
+    for node in _tree(plan):
+        if node.kind == "Filter" and any(read is leaf for leaf, _ in _linear_leaves(node)):
+            for a, b in _equalities(node.exprs[0], outer=True):
+                if a.id in inner and b.id in classes:
+                    return True
+    return False
 
 
 def _batch_key(child, fact, path, forced=None):
@@ -496,9 +581,18 @@ def _batch_key(child, fact, path, forced=None):
     return [key], cls
 
 
-def _equalities(condition):
+def _equalities(condition, outer: bool = False):
+    """Equalities of two attributes among a condition's conjuncts; with ``outer``, those of an attribute and an
+    outer reference (a correlated subquery's), as (inner attribute, outer attribute)."""
     if condition.kind == "And":
         for c in condition.children:
-            yield from _equalities(c)
-    elif condition.kind == "EqualTo" and all(c.kind == "AttributeReference" for c in condition.children):
-        yield condition.children[0], condition.children[1]
+            yield from _equalities(c, outer)
+        return
+    if condition.kind != "EqualTo":
+        return
+    a, b = condition.children
+    if not outer and a.kind == b.kind == "AttributeReference":
+        yield a, b
+    elif outer and {a.kind, b.kind} == {"AttributeReference", "OuterReference"}:
+        inner, out = (a, b) if a.kind == "AttributeReference" else (b, a)
+        yield inner, out

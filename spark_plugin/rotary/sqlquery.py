@@ -181,7 +181,9 @@ class ProgressiveSQL(ProgressiveQuery):
         replacement = self._replacement([int(b) for b in batch_ids])
         rplan = replacement._jdf.queryExecution().analyzed()
         batch = sqlplan.items(rplan.output())[-1]
-        child = _rebuild(jvm, d.aggregate.children[0], d.fact_path, rplan, batch)
+        reads = {id(leaf): self._subquery_read(leaf, batch_ids) for _, leaves in d.subquery_sites for leaf in leaves}
+        sites = {depth: reads for depth, _ in d.subquery_sites}
+        child = _rebuild(jvm, d.aggregate.children[0], d.fact_path, rplan, batch, sites)
         frame = _frame_of(self.spark, child)
         keys = [_column(jvm, e.jvm).alias(name) for name, e in d.keys]
         totals = [_partial_column(jvm, p).alias(p.name) for p in d.partials]
@@ -198,6 +200,22 @@ class ProgressiveSQL(ProgressiveQuery):
         key = [_column(jvm, a.jvm) for a in (self.derivation.batch_key or self.derivation.fact.output)]
         batch = F.pmod(F.xxhash64(*key, F.lit(self.seed)), F.lit(self._batches)).cast("int")
         return fact.withColumn(BATCH_ATTRIBUTE, batch).where(F.col(BATCH_ATTRIBUTE).isin(batch_ids))
+
+    def _subquery_read(self, leaf, batch_ids):
+        """Another read of the fact table (in a correlated subquery) restricted to the same batches: a plan
+        with the leaf's attributes only."""
+        from pyspark.sql import functions as F
+
+        jvm = self.spark._jvm
+        if self.layout is not None:
+            plan = self.layout.batches_frame(self.spark, leaf, batch_ids)._jdf.queryExecution().analyzed()
+            return jvm.org.apache.spark.sql.catalyst.plans.logical.Project(
+                sqlplan.seq(jvm, sqlplan.items(plan.output())[:-1]), plan)
+        names = [a.name for a in self.derivation.batch_key]
+        key = [_column(jvm, a.jvm) for a in leaf.output if a.name in names]
+        batch = F.pmod(F.xxhash64(*key, F.lit(self.seed)), F.lit(self._batches)).cast("int")
+        frame = _frame_of(self.spark, leaf.jvm).where(batch.isin([int(b) for b in batch_ids]))
+        return frame._jdf.queryExecution().analyzed()
 
     def checkpoint(self, path):
         raise NotImplementedError("checkpoints of plain queries are not supported yet: run TPC-H specs to "
@@ -247,19 +265,39 @@ def _partial_column(jvm, partial):
     raise ValueError(f"unknown partial function {f!r}")
 
 
-def _rebuild(jvm, node, path, replacement, batch):
+def _rebuild(jvm, node, path, replacement, batch, sites=None, depth=0):
     """``node`` (a sqlplan.Node) with the leaf at ``path`` replaced by ``replacement`` and the batch
-    attribute appended to every projection between them (joins, filters and aliases pass it on)."""
+    attribute appended to every projection between them (joins, filters and aliases pass it on); in the
+    Filters at the depths of ``sites``, the subqueries' reads of the fact table are replaced as mapped."""
     if not path:
         return replacement
-    children = [_rebuild(jvm, child, path[1:], replacement, batch) if i == path[0] else child.jvm
+    children = [_rebuild(jvm, child, path[1:], replacement, batch, sites, depth + 1) if i == path[0] else child.jvm
                 for i, child in enumerate(node.children)]
     rebuilt = node.jvm.withNewChildren(sqlplan.seq(jvm, children))
+    if sites and depth in sites:
+        condition = _with_reads(jvm, node.exprs[0], sites[depth])
+        rebuilt = jvm.org.apache.spark.sql.catalyst.plans.logical.Filter(condition, rebuilt.child())
     if node.kind == "Project":
         projections = sqlplan.items(rebuilt.projectList()) + [batch]
         rebuilt = jvm.org.apache.spark.sql.catalyst.plans.logical.Project(sqlplan.seq(jvm, projections),
                                                                          rebuilt.child())
     return rebuilt
+
+
+def _with_reads(jvm, e, reads: dict):
+    """Expression ``e`` (a sqlplan.Expr) with the leaves of its subquery plans replaced as ``reads`` maps them
+    (by the id() of the leaf's sqlplan.Node)."""
+    if e.plans:
+        return e.jvm.withNewPlan(_with_leaves(jvm, e.plans[0], reads))
+    if not any(sub.plans for sub in e.walk()):
+        return e.jvm
+    return e.jvm.withNewChildren(sqlplan.seq(jvm, [_with_reads(jvm, c, reads) for c in e.children]))
+
+
+def _with_leaves(jvm, node, reads: dict):
+    if not node.children:
+        return reads.get(id(node), node.jvm)
+    return node.jvm.withNewChildren(sqlplan.seq(jvm, [_with_leaves(jvm, c, reads) for c in node.children]))
 
 
 class ExactQuery:

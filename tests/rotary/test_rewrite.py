@@ -73,6 +73,16 @@ PROGRESSIVE = {
                              from orders group by o_orderpriority order by count(*) desc, o_orderpriority""",
     "in-subquery": """select l_linestatus, count(*) as n, sum(l_quantity) from lineitem
                       where l_partkey in (select p_partkey from part where p_size < 10) group by l_linestatus""",
+    "correlated-on-key": """select l_returnflag, count(*) as n, sum(l_quantity) from lineitem l1
+                            where l_quantity > (select avg(l_quantity) from lineitem l2
+                                                where l2.l_suppkey = l1.l_suppkey) group by l_returnflag""",
+    "exists-on-key": """select o_orderpriority, count(*) as n from orders, lineitem l1
+                        where o_orderkey = l1.l_orderkey and l1.l_receiptdate > l1.l_commitdate
+                        and exists (select * from lineitem l2 where l2.l_orderkey = l1.l_orderkey
+                                    and l2.l_suppkey <> l1.l_suppkey)
+                        and not exists (select * from lineitem l3 where l3.l_orderkey = l1.l_orderkey
+                                        and l3.l_suppkey <> l1.l_suppkey and l3.l_receiptdate > l3.l_commitdate)
+                        group by o_orderpriority order by o_orderpriority""",
     "skewed-nulls": """select store, count(amount) as amounts, sum(amount) as total, avg(amount) as mean,
                        count(*) as rows from sales group by store""",
     "many-to-many": """select tag, city, sum(amount) as total, count(*) as n, max(units) from sales
@@ -87,6 +97,8 @@ FALLBACK = {
     "no aggregate": ("select n_name from nation where n_regionkey = 1", "no aggregate"),
     "self-join": ("select count(*) from lineitem a join lineitem b on a.l_orderkey = b.l_orderkey "
                   "and a.l_linenumber < b.l_linenumber", "read 2 times"),
+    "uncorrelated subquery": ("select l_returnflag, count(*) from lineitem where l_quantity > "
+                              "(select avg(l_quantity) from lineitem) group by l_returnflag", "read 2 times"),
     "unknown aggregate": ("select l_returnflag, bool_and(l_quantity > 2) from lineitem group by l_returnflag",
                           "BoolAnd"),
     "window": ("select l_returnflag, sum(l_quantity) s, rank() over (order by sum(l_quantity)) r from lineitem "
