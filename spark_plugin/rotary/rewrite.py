@@ -98,10 +98,12 @@ def derive(plan, name: str = "query", batch_key=None) -> Derivation:
     builder = _Builder()
     builder.aggregate(aggregate)
     env, order, nulls, limit, having = builder.above(above, aggregate)
-    fact, path, others = _fact(aggregate)
+    fact, path, groups, others = _fact(aggregate)
     if others and batch_key is None:  # batch by the column the subqueries correlate on
         batch_key = _correlation_columns(aggregate, others)
     key, classes = _batch_key(aggregate.children[0], fact, path, batch_key)
+    if groups:
+        key, classes = _grouped_key(aggregate.children[0], fact, path, groups, key, classes, batch_key)
     sites = _subquery_sites(aggregate.children[0], path, fact, others, key, classes)
     builder.key_class = {a for a in classes}
     builder.finish_partials()
@@ -431,33 +433,54 @@ class _Builder:
 
 
 # -- the fact table and its batching key -------------------------------------------------------------
-def _linear_leaves(node, path=()):
-    """Leaves whose rows reach ``node``'s output one for one (see the module docstring), with their paths."""
+def _linear_leaves(node, path=(), groups=()):
+    """Leaves whose rows reach ``node``'s output one for one (see the module docstring), with their paths and
+    the grouping attribute ids of each inner aggregate on the way: an aggregate grouped by the batching key
+    (each group whole in one batch) passes its groups on one for one, so the outer aggregate stays exact."""
     if not node.children:
         from .sqlplan import RELATIONS
 
         if node.kind in RELATIONS:
-            yield node, path
+            yield node, path, groups
         return
     if node.kind in _PASS:
-        yield from _linear_leaves(node.children[0], path + (0,))
+        yield from _linear_leaves(node.children[0], path + (0,), groups)
+    elif node.kind == "Aggregate":
+        grouping = frozenset(e.id for e in node.exprs[:node.groups] if e.kind == "AttributeReference")
+        if grouping:
+            yield from _linear_leaves(node.children[0], path + (0,), groups + (grouping,))
     elif node.kind == "Join":
         sides = {"Inner": (0, 1), "Cross": (0, 1), "LeftOuter": (0,), "LeftSemi": (0,), "LeftAnti": (0,),
                  "RightOuter": (1,)}.get(node.join_type, ())
         for side in sides:
-            yield from _linear_leaves(node.children[side], path + (side,))
+            yield from _linear_leaves(node.children[side], path + (side,), groups)
 
 
 def _fact(aggregate):
-    """The leaf to batch, its path from the aggregate's child, and the other reads of the same table."""
+    """The leaf to batch, its path from the aggregate's child, the grouping attributes of the inner aggregates
+    on that path, and the other reads of the same table."""
     child = aggregate.children[0]
     candidates = list(_linear_leaves(child))
     if not candidates:
-        raise NotProgressive("no table reaches the aggregate row for row (each is under an aggregate, window, "
-                             "union or the null side of an outer join), so none can be sampled")
-    fact, path = max(candidates, key=lambda lp: lp[0].size)
+        raise NotProgressive("no table reaches the aggregate row for row (each is under a window, union, an "
+                             "aggregate without groups or the null side of an outer join), so none can be sampled")
+    fact, path, groups = max(candidates, key=lambda c: c[0].size)
     others = [n for n in aggregate.walk() if not n.children and n.source == fact.source and n is not fact]
-    return fact, path, others
+    return fact, path, groups, others
+
+
+def _grouped_key(child, fact, path, groups, key, classes, forced):
+    """The batching key and its class once every inner aggregate on the path groups by it (re-chosen as the
+    fact column they all group by, when the first choice is not)."""
+    if all(g & classes for g in groups):
+        return key, classes
+    common = [a for a in fact.output if all(a.id in g for g in groups)]
+    if forced is None and common:
+        key, classes = _batch_key(child, fact, path, [common[0].name])
+        if all(g & classes for g in groups):
+            return key, classes
+    raise NotProgressive(f"an aggregate under the top one does not group by the batching key of "
+                         f"{describe(fact)} ({', '.join(a.name for a in key) or 'none'}), so its groups span batches")
 
 
 def _read_times(fact, others) -> NotProgressive:
@@ -503,10 +526,14 @@ def _subquery_sites(child, path, fact, others, key, classes):
     for depth, step in enumerate(path + (None,)):
         if node.kind == "Filter":
             reads = []
+            tested = {id(x.children[-1]): x.children[:-1] for x in node.exprs[0].walk() if x.kind == "InSubquery"}
             for e in node.exprs[0].walk():
                 for plan in e.plans:
                     for read in (n for n in _tree(plan) if not n.children and id(n) in remaining):
-                        if not _correlated(plan, read, key[0].name, classes):
+                        values = tested.get(id(e), ())
+                        keyed_in = (len(values) == 1 and values[0].kind == "AttributeReference"
+                                    and values[0].id in classes and _keyed_output(plan, read, key[0].name))
+                        if not (keyed_in or _correlated(plan, read, key[0].name, classes)):
                             raise _read_times(fact, others)
                         reads.append(read)
                         remaining.discard(id(read))
@@ -520,6 +547,34 @@ def _subquery_sites(child, path, fact, others, key, classes):
     return sites
 
 
+def _keyed_output(plan, read, key_name: str) -> bool:
+    """Whether ``plan`` (an IN subquery's) returns ``read``'s key column, each value computed from that key's
+    rows only: the column passed up through projections, filters and inner joins, and through aggregates
+    only as one of their groups (so ``x IN (select key ... group by key having ...)`` over a batch gives the
+    plain answer for every ``x`` of that batch)."""
+    if len(plan.output) != 1:
+        return False
+    target, node = plan.output[0].id, plan
+    while node is not read:
+        if node.kind in ("Project", "Aggregate"):
+            named = node.exprs if node.kind == "Project" else node.exprs[node.groups:]
+            e = next((x for x in named if x.id == target), None)
+            if e is not None and e.kind == "Alias" and e.children[0].kind == "AttributeReference":
+                target = e.children[0].id
+            elif e is None or e.kind != "AttributeReference":
+                return False
+            if node.kind == "Aggregate" and target not in {x.id for x in node.exprs[:node.groups]}:
+                return False
+        elif not (node.kind in ("Filter", "SubqueryAlias", "View")
+                  or (node.kind == "Join" and node.join_type in ("Inner", "Cross"))):
+            return False
+        below = [c for c in node.children if any(n is read for n in _tree(c))]
+        if len(below) != 1:
+            return False
+        node = below[0]
+    return any(a.id == target and a.name == key_name for a in read.output)
+
+
 def _tree(plan):
     """A plan's operators through their children only (not into subqueries of their expressions)."""
     yield plan
@@ -531,7 +586,7 @@ def _correlated(plan, read, key_name: str, classes) -> bool:
     """Whether ``read``'s rows reach a filter ``read.key = outer(a)`` with ``a`` in ``classes``."""
     inner = {a.id for a in read.output if a.name == key_name}
     for node in _tree(plan):
-        if node.kind == "Filter" and any(read is leaf for leaf, _ in _linear_leaves(node)):
+        if node.kind == "Filter" and any(read is leaf for leaf, _, g in _linear_leaves(node) if not g):
             for a, b in _equalities(node.exprs[0], outer=True):
                 if a.id in inner and b.id in classes:
                     return True

@@ -277,6 +277,10 @@ def _rebuild(jvm, node, path, replacement, batch, sites=None, depth=0):
     if sites and depth in sites:
         condition = _with_reads(jvm, node.exprs[0], sites[depth])
         rebuilt = jvm.org.apache.spark.sql.catalyst.plans.logical.Filter(condition, rebuilt.child())
+    if node.kind == "Aggregate":  # an inner aggregate grouped by the key: the batch is a function of its groups
+        rebuilt = jvm.org.apache.spark.sql.catalyst.plans.logical.Aggregate(
+            sqlplan.seq(jvm, sqlplan.items(rebuilt.groupingExpressions()) + [batch]),
+            sqlplan.seq(jvm, sqlplan.items(rebuilt.aggregateExpressions()) + [batch]), rebuilt.child(), rebuilt.hint())
     if node.kind == "Project":
         projections = sqlplan.items(rebuilt.projectList()) + [batch]
         rebuilt = jvm.org.apache.spark.sql.catalyst.plans.logical.Project(sqlplan.seq(jvm, projections),

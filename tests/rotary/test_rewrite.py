@@ -83,6 +83,17 @@ PROGRESSIVE = {
                         and not exists (select * from lineitem l3 where l3.l_orderkey = l1.l_orderkey
                                         and l3.l_suppkey <> l1.l_suppkey and l3.l_receiptdate > l3.l_commitdate)
                         group by o_orderpriority order by o_orderpriority""",
+    "nested-by-key": """select c_count, count(*) as custdist from (
+                            select c_custkey, count(o_orderkey) as c_count from customer left outer join orders
+                            on c_custkey = o_custkey and o_comment not like '%special%requests%' group by c_custkey
+                        ) as c_orders group by c_count order by custdist desc, c_count desc""",
+    "in-grouped-by-key": """select o_orderstatus, count(*) as n, sum(l_quantity) as q from orders, lineitem
+                            where o_orderkey = l_orderkey and o_orderkey in (
+                                select l_orderkey from lineitem group by l_orderkey having sum(l_quantity) > 150)
+                            group by o_orderstatus""",
+    "nested-skewed": """select n_sales, count(*) as stores, sum(total) from (
+                            select store, count(*) as n_sales, sum(amount) as total from sales group by store)
+                        group by n_sales""",
     "skewed-nulls": """select store, count(amount) as amounts, sum(amount) as total, avg(amount) as mean,
                        count(*) as rows from sales group by store""",
     "many-to-many": """select tag, city, sum(amount) as total, count(*) as n, max(units) from sales
@@ -99,6 +110,8 @@ FALLBACK = {
                   "and a.l_linenumber < b.l_linenumber", "read 2 times"),
     "uncorrelated subquery": ("select l_returnflag, count(*) from lineitem where l_quantity > "
                               "(select avg(l_quantity) from lineitem) group by l_returnflag", "read 2 times"),
+    "aggregate of an aggregate without groups": ("select sum(c) from (select count(*) as c from lineitem)",
+                                                 "no table reaches the aggregate row for row"),
     "unknown aggregate": ("select l_returnflag, bool_and(l_quantity > 2) from lineitem group by l_returnflag",
                           "BoolAnd"),
     "window": ("select l_returnflag, sum(l_quantity) s, rank() over (order by sum(l_quantity)) r from lineitem "
