@@ -71,6 +71,9 @@ class Derivation:
     #: (depth of the Filter on ``fact_path``, the fact leaves inside its subqueries). Those reads are batched
     #: alike, which keeps the subquery exact for every row that reaches the aggregate.
     subquery_sites: list = field(default_factory=list)
+    #: (name, sqlplan.Expr) of uncorrelated scalar subqueries in HAVING or the projections above the aggregate:
+    #: the engine computes each once (over whole tables) and binds its value to the name in ``spec.constants``.
+    constants: list = field(default_factory=list)
 
     @property
     def fact_name(self) -> str:
@@ -104,7 +107,7 @@ def derive(plan, name: str = "query", batch_key=None) -> Derivation:
     key, classes = _batch_key(aggregate.children[0], fact, path, batch_key)
     if groups:
         key, classes = _grouped_key(aggregate.children[0], fact, path, groups, key, classes, batch_key)
-    sites = _subquery_sites(aggregate.children[0], path, fact, others, key, classes)
+    sites, whole_reads = _subquery_sites(aggregate.children[0], path, fact, others, key, classes)
     builder.key_class = {a for a in classes}
     builder.finish_partials()
     labels, outputs, hidden = [], [], []
@@ -158,7 +161,11 @@ def derive(plan, name: str = "query", batch_key=None) -> Derivation:
     keys = [(renamed_keys[k], e) for k, e in zip(builder.key_names, [e for _, e in builder.keys])]
     if sites:
         notes.append(f"subqueries over {describe(fact)} read the same batches (correlated on the batching key)")
-    return Derivation(spec, aggregate, fact, path, key, keys, builder.partials, labels, notes, sites)
+    if whole_reads:
+        notes.append(f"{describe(fact)} is also read whole {whole_reads} time(s) per Spark query (a self-join or a "
+                     "subquery not correlated on the batching key): exact, but slower")
+    return Derivation(spec, aggregate, fact, path, key, keys, builder.partials, labels, notes, sites,
+                      builder.constants)
 
 
 def _rename(text: str, old: str, new: str) -> str:
@@ -217,6 +224,7 @@ class _Builder:
         self.hidden: list = []  # (name, _Column) for ORDER BY / HAVING expressions not shown
         self.key_class: set = set()
         self._distinct: list = []  # (Partial index, Expr) of COUNT(DISTINCT x), decided once the key is known
+        self.constants: list = []  # (name, Expr) of uncorrelated scalar subqueries above the aggregate
 
     # -- the aggregate ---------------------------------------------------------------------------
     def key(self, e) -> str:
@@ -412,6 +420,10 @@ class _Builder:
             raise NotProgressive(f"literal {e.text} ({e.dtype}) is not supported above the aggregate")
         if e.kind == "AggregateExpression":
             raise NotProgressive("an aggregate outside the aggregate's SELECT")
+        if e.kind == "ScalarSubquery" and e.plans and not _correlated_anywhere(e.plans[0]):
+            name = f"_c{len(self.constants)}"  # computed once, exactly, before the first batch
+            self.constants.append((name, e))
+            return name, False
         raise NotProgressive(f"{e.kind} ({e.text[:60]}) above the aggregate is not supported progressively")
 
     def _predicate(self, e, env) -> str:
@@ -483,12 +495,6 @@ def _grouped_key(child, fact, path, groups, key, classes, forced):
                          f"{describe(fact)} ({', '.join(a.name for a in key) or 'none'}), so its groups span batches")
 
 
-def _read_times(fact, others) -> NotProgressive:
-    return NotProgressive(f"its largest table {describe(fact)} is read {len(others) + 1} times (a self-join or a "
-                          "subquery over it not correlated on one key column); batching every read alike is not "
-                          "supported for it")
-
-
 def _correlations(plan):
     """(inner attribute, outer attribute) of the equalities ``inner = outer(...)`` in a subquery's filters."""
     for node in plan.walk():
@@ -514,13 +520,17 @@ def _correlation_columns(aggregate, others):
 
 
 def _subquery_sites(child, path, fact, others, key, classes):
-    """Where the other reads of the fact table are (see :attr:`Derivation.subquery_sites`); raises unless each
-    lies in a subquery of a Filter on the fact's path, filtered by ``inner key = outer(a)`` with ``a`` equal to
-    the batching key on every row that reaches the aggregate."""
-    if not others:
-        return []
-    if len(key) != 1:
-        raise _read_times(fact, others)
+    """Which other reads of the fact table read the same batches (see :attr:`Derivation.subquery_sites`), and
+    how many are read whole.
+
+    Any read other than the batched one may be read whole: the aggregate's input is linear in the batched read
+    alone, so the union over batches is the plain input (a self-join's other side, an uncorrelated subquery
+    such as an average over the whole table, are then exact in every batch, at the cost of a whole read per
+    Spark query). A read in a subquery of a filter on the fact's path reads the same batches instead when each
+    of its rows is filtered by ``inner key = outer(a)``, or it is an ``a IN (subquery returning the key)``,
+    with ``a`` equal to the batching key on every row that reaches the aggregate."""
+    if not others or len(key) != 1:
+        return [], len(others)
     remaining, sites = {id(o) for o in others}, []
     node = child
     for depth, step in enumerate(path + (None,)):
@@ -533,18 +543,15 @@ def _subquery_sites(child, path, fact, others, key, classes):
                         values = tested.get(id(e), ())
                         keyed_in = (len(values) == 1 and values[0].kind == "AttributeReference"
                                     and values[0].id in classes and _keyed_output(plan, read, key[0].name))
-                        if not (keyed_in or _correlated(plan, read, key[0].name, classes)):
-                            raise _read_times(fact, others)
-                        reads.append(read)
-                        remaining.discard(id(read))
+                        if keyed_in or _correlated(plan, read, key[0].name, classes):
+                            reads.append(read)
+                            remaining.discard(id(read))
             if reads:
                 sites.append((depth, reads))
         if step is None:
             break
         node = node.children[step]
-    if remaining:
-        raise _read_times(fact, others)
-    return sites
+    return sites, len(remaining)
 
 
 def _keyed_output(plan, read, key_name: str) -> bool:
@@ -573,6 +580,11 @@ def _keyed_output(plan, read, key_name: str) -> bool:
             return False
         node = below[0]
     return any(a.id == target and a.name == key_name for a in read.output)
+
+
+def _correlated_anywhere(plan) -> bool:
+    """Whether a subquery plan refers to its outer query anywhere."""
+    return any(x.kind == "OuterReference" for n in plan.walk() for e in n.exprs for x in e.walk())
 
 
 def _tree(plan):

@@ -110,6 +110,7 @@ class QuerySpec:
     types: tuple[tuple[str, str], ...] = ()  # (output, Spark type): values are given that type
     hidden: tuple[str, ...] = ()  # outputs computed for ordering only, not shown
     derived: bool = False  # made by the rewriter: its partial query always groups by the batch
+    constants: tuple[tuple[str, object], ...] = ()  # (name, value) the having predicate may use
 
     @property
     def by_batch(self) -> bool:

@@ -143,6 +143,12 @@ class ProgressiveSQL(ProgressiveQuery):
         self.spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
         self.query, self.frame, self.derivation = _name_of(frame), frame, derivation
         self.spec = derivation.spec
+        if derivation.constants:  # uncorrelated scalar subqueries of HAVING: computed once, exactly
+            import dataclasses
+
+            values = tuple((name, _frame_of(self.spark, e.jvm.plan()).collect()[0][0])
+                           for name, e in derivation.constants)
+            self.spec = dataclasses.replace(self.spec, constants=values)
         self.data = None
         self._batches, self.seed = batches, seed
         self.confidence = confidence

@@ -201,7 +201,8 @@ class RunningTotals:
             result, half = result.drop(columns=ALL_ROWS_KEY), half.drop(columns=ALL_ROWS_KEY)
         if spec.having is not None:
             totals = pd.DataFrame(totals_exact).reset_index(drop=True).to_dict("records")  # the rows' order
-            keep = np.array([spec.having.test({**row, **total}) is True
+            constants = dict(spec.constants)
+            keep = np.array([spec.having.test({**row, **total, **constants}) is True
                              for row, total in zip(result.to_dict("records"), totals)], dtype=bool)
             result, half = result[keep], half[keep]
         shown = [c for c in spec.columns if c not in spec.attributes]  # attributes: the caller's

@@ -94,6 +94,14 @@ PROGRESSIVE = {
     "nested-skewed": """select n_sales, count(*) as stores, sum(total) from (
                             select store, count(*) as n_sales, sum(amount) as total from sales group by store)
                         group by n_sales""",
+    "self-join": """select a.l_returnflag, count(*) as pairs from lineitem a join lineitem b
+                    on a.l_orderkey = b.l_orderkey and a.l_linenumber < b.l_linenumber group by a.l_returnflag""",
+    "uncorrelated-subquery": """select l_returnflag, count(*) as n from lineitem
+                                where l_quantity > (select avg(l_quantity) from lineitem) group by l_returnflag""",
+    "having-scalar-subquery": """select ps_partkey, sum(ps_supplycost * ps_availqty) as value from partsupp
+                                 group by ps_partkey having sum(ps_supplycost * ps_availqty) >
+                                     (select sum(ps_supplycost * ps_availqty) * 0.001 from partsupp)
+                                 order by value desc, ps_partkey""",
     "skewed-nulls": """select store, count(amount) as amounts, sum(amount) as total, avg(amount) as mean,
                        count(*) as rows from sales group by store""",
     "many-to-many": """select tag, city, sum(amount) as total, count(*) as n, max(units) from sales
@@ -106,10 +114,6 @@ PROGRESSIVE = {
 }
 FALLBACK = {
     "no aggregate": ("select n_name from nation where n_regionkey = 1", "no aggregate"),
-    "self-join": ("select count(*) from lineitem a join lineitem b on a.l_orderkey = b.l_orderkey "
-                  "and a.l_linenumber < b.l_linenumber", "read 2 times"),
-    "uncorrelated subquery": ("select l_returnflag, count(*) from lineitem where l_quantity > "
-                              "(select avg(l_quantity) from lineitem) group by l_returnflag", "read 2 times"),
     "aggregate of an aggregate without groups": ("select sum(c) from (select count(*) as c from lineitem)",
                                                  "no table reaches the aggregate row for row"),
     "unknown aggregate": ("select l_returnflag, bool_and(l_quantity > 2) from lineitem group by l_returnflag",
