@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import pickle
 import re
 import subprocess
@@ -20,11 +21,26 @@ _SHUFFLE_FILE = re.compile(r"shuffle_(\d+)_(\d+)_0\.(data|index)$")
 
 
 @pytest.fixture(scope="session")
-def vanilla_results(tmp_path_factory):
-    """Every workload's result on plain Spark (no plugin), computed once in a subprocess."""
-    out = tmp_path_factory.mktemp("vanilla") / "results.pkl"
-    subprocess.run([sys.executable, "-m", "tests.shuffle_merge.workloads", str(out)], cwd=PROJECT,
-                   check=True, timeout=900, capture_output=True)
+def vanilla_results(tmp_path_factory, worker_id):
+    """Every workload's result on plain Spark (no plugin), computed once per test run in a subprocess.
+
+    Under pytest-xdist the workers share one computation: the first computes it into the run's temporary
+    folder, which all workers share, while the others wait on a lock (a second Spark application on two
+    cores would only slow the first)."""
+    if worker_id == "master":
+        return _vanilla_results(tmp_path_factory.mktemp("vanilla") / "results.pkl")
+    shared = tmp_path_factory.getbasetemp().parent  # this run's folder, above every worker's own
+    with open(shared / "vanilla-results.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _vanilla_results(shared / "vanilla-results.pkl")
+
+
+def _vanilla_results(out: Path) -> dict:
+    if not out.exists():
+        partial = out.with_suffix(".partial")
+        subprocess.run([sys.executable, "-m", "tests.shuffle_merge.workloads", str(partial)], cwd=PROJECT,
+                       check=True, timeout=900, capture_output=True)
+        partial.replace(out)
     return pickle.loads(out.read_bytes())
 
 
