@@ -1,6 +1,7 @@
 """A new user's path: spark-submit with only the printed flags, on a real local-cluster."""
 
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -38,11 +39,17 @@ def printed_flags(*cli_args) -> list[str]:
     return shlex.split(out.stdout)
 
 
+def new_user_env(tmp_path, **more) -> dict:
+    """A new user's environment: this Python's bin on the PATH, a fresh HOME, nothing else of ours but the
+    tests' short-lived-JVM options (tests/conftest.py), which change no behaviour and halve the JVMs' CPU."""
+    return {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(tmp_path),
+            "JAVA_TOOL_OPTIONS": os.environ["JAVA_TOOL_OPTIONS"], **more}
+
+
 def spark_submit(tmp_path, master, flags, timeout=300):
     app = tmp_path / "app.py"
     app.write_text(APP)
-    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "PYSPARK_PYTHON": sys.executable,
-           "HOME": str(tmp_path)}
+    env = new_user_env(tmp_path, PYSPARK_PYTHON=sys.executable)
     return subprocess.run([str(SPARK_SUBMIT), "--master", master, *flags, str(app)],
                           capture_output=True, text=True, timeout=timeout, env=env, cwd=tmp_path)
 
@@ -143,9 +150,8 @@ def test_a_jvm_application_is_refused_the_same_way(tmp_path):
     with zipfile.ZipFile(app, "w") as z:
         z.write(tmp_path / "classes" / "RefusedApp.class", "RefusedApp.class")
     flags = printed_flags("--features", "") + ["--conf", f"spark.wrangler.model.path={tmp_path / 'missing.json'}"]
-    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(tmp_path)}
     run = subprocess.run([str(SPARK_SUBMIT), "--master", "local[1]", "--class", "RefusedApp", *flags, str(app)],
-                         capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+                         capture_output=True, text=True, timeout=120, env=new_user_env(tmp_path), cwd=tmp_path)
     assert run.returncode == 2 and "APP-OK" not in run.stdout
     assert refused_with(run) == [f"spark.wrangler.model.path={tmp_path / 'missing.json'}: no such file. "
                                  f"{KEYS['spark.wrangler.model.path'].fix()}"]
@@ -163,8 +169,7 @@ def test_a_failed_submit_args_makes_spark_submit_fail(tmp_path):
 def test_sparkrm_submit_validates_and_runs_the_application(tmp_path):
     app = tmp_path / "app.py"
     app.write_text(APP)
-    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "PYSPARK_PYTHON": sys.executable,
-           "HOME": str(tmp_path)}
+    env = new_user_env(tmp_path, PYSPARK_PYTHON=sys.executable)
     telemetry_dir = tmp_path / "telemetry"
     run = subprocess.run([str(Path(sys.executable).parent / "sparkrm"), "submit", "--features", "telemetry",
                           "--master", "local[1]", "--conf", f"spark.sparkrm.telemetry.dir={telemetry_dir}",
