@@ -14,9 +14,15 @@ def _bench(*args):
                           timeout=900)
 
 
-def test_time_to_accuracy_and_workload_reports(tmp_path):
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    """One TPC-H root for the module: the data and its 3-batch layout are made by the first run, reused after."""
+    return tmp_path_factory.mktemp("tpch")
+
+
+def test_time_to_accuracy_and_workload_reports(tmp_path, data):
     common = ["--sf", "0.01", "--parts", "2", "--batches", "3", "--executors", "1",
-              "--data", str(tmp_path / "tpch"), "--out", str(tmp_path)]
+              "--data", str(data), "--out", str(tmp_path)]
     tta = _bench("time-to-accuracy", "--queries", "6", "--repeat", "1", *common)
     assert tta.returncode == 0, tta.stderr[-3000:]
     [result] = tmp_path.glob("*.time-to-accuracy.json")
@@ -43,9 +49,9 @@ def test_unknown_policy_is_refused(tmp_path):
     assert run.returncode == 2 and "unknown policies ['fifo']" in run.stderr
 
 
-def test_suspend_report(tmp_path):
-    run = _bench("suspend", "--sfs", "0.01", "--queries", "6", "--batches", "4", "--parts", "2", "--executors", "1",
-                 "--data", str(tmp_path / "tpch"), "--out", str(tmp_path))
+def test_suspend_report(tmp_path, data):
+    run = _bench("suspend", "--sfs", "0.01", "--queries", "6", "--batches", "3", "--parts", "2", "--executors", "1",
+                 "--data", str(data), "--out", str(tmp_path))
     assert run.returncode == 0, run.stderr[-3000:]
     [result] = tmp_path.glob("*.suspend.json")
     [q6] = json.loads(result.read_text())["runs"].values()
