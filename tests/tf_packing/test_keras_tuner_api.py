@@ -173,7 +173,8 @@ def test_hyperdrive_kills_trials_whose_curve_cannot_reach_the_best(tf_det, digit
     from tf_packing import HyperDrive
 
     x, y, xv, yv = digits
-    pop = tuner(max_epochs=9, early_kill=HyperDrive(boundary=6)).search(x, y, validation_data=(xv, yv))
+    # max_epochs=7 and factor=7: two brackets, three rungs, and the 7-epoch trials past the boundary
+    pop = tuner(max_epochs=7, factor=7, early_kill=HyperDrive(boundary=6)).search(x, y, validation_data=(xv, yv))
     killed = [t for t in pop.oracle_.trials_.values() if t.status == "killed"]
     assert killed and all(len(pop._curves[t.trial_id]) >= 6 for t in killed)
     best = max(s for _, _, s in pop.trace_)
