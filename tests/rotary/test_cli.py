@@ -20,13 +20,19 @@ def _cli(*args):
                           timeout=600)
 
 
+@pytest.fixture(scope="module")
+def tpch(tmp_path_factory):
+    """TPC-H SF 0.01 in 2 parts, generated once for the module."""
+    return ensure_dataset(tmp_path_factory.mktemp("tpch"), 0.01, 2)
+
+
 def test_list_names_the_supported_queries():
     run = _cli("list")
     assert run.returncode == 0 and run.stdout.split()[:3] == ["Q1", "Q3", "Q4"]
 
 
-def test_a_run_stops_at_its_criterion_checkpoints_and_resumes_to_the_exact_answer(tmp_path):
-    data = ensure_dataset(tmp_path / "tpch", 0.01, 2)
+def test_a_run_stops_at_its_criterion_checkpoints_and_resumes_to_the_exact_answer(tmp_path, tpch):
+    data = tpch
     common = ["--master", "local[2]", "--checkpoint", str(tmp_path / "ck")]
     first = _cli("run", "1", "--data", str(data), "--batches", "4", "--until", "RUN FOR 2 EPOCHS", *common)
     assert first.returncode == 0, first.stderr[-2000:]
@@ -38,10 +44,10 @@ def test_a_run_stops_at_its_criterion_checkpoints_and_resumes_to_the_exact_answe
     assert json.loads((tmp_path / "ck" / "state.json").read_text())["batches_done"] == 4
 
 
-def test_a_damaged_parquet_file_exits_2_with_one_line_naming_it(tmp_path):
+def test_a_damaged_parquet_file_exits_2_with_one_line_naming_it(tmp_path, tpch):
     """A truncated lineitem file (a copy short of its second half): status 2, the file and the fix, no traces."""
     data = tmp_path / "damaged"
-    shutil.copytree(ensure_dataset(tmp_path / "tpch", 0.01, 2), data)
+    shutil.copytree(tpch, data)
     damaged = sorted((data / "lineitem").glob("*.parquet"))[-1]
     with open(damaged, "r+b") as f:
         f.truncate(damaged.stat().st_size // 2)
