@@ -20,6 +20,25 @@ from benchmarks.common import result_path, run_metadata, write_json
 TABLES = ("customer", "lineitem", "nation", "orders", "part", "partsupp", "region", "supplier")
 
 
+def tpch_session(sf: float, master: str, app: str):
+    """A local session with the TPC-H tables of scale factor ``sf`` as temporary views, and its conf."""
+    from pyspark.sql import SparkSession
+
+    from benchmarks.tpch.data import default_root, ensure_dataset
+
+    data = ensure_dataset(default_root(), sf, 1)
+    conf = {"spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false", "spark.driver.memory": "2g"}
+    builder = SparkSession.builder.master(master).appName(app)
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    logging.getLogger("SQLQueryContextLogger").disabled = True  # pyspark would log a failed query as JSON too
+    for table in TABLES:
+        spark.read.parquet(str(data / table)).createOrReplaceTempView(table)
+    return spark, conf
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.rotary.automatic", description=__doc__)
     parser.add_argument("--sf", type=float, default=0.1)
@@ -28,24 +47,12 @@ def main(argv=None) -> int:
     parser.add_argument("--queries", default="1-22", help="e.g. 1-22 or 3,5,17")
     args = parser.parse_args(argv)
 
-    from pyspark.sql import SparkSession
-
-    from benchmarks.tpch.data import default_root, ensure_dataset
     from benchmarks.tpch.oracle import compare
     from benchmarks.tpch.queries import order_columns, parse_selection, query_text
     from spark_plugin import rotary
     from spark_plugin.rotary.sqlquery import ExactQuery
 
-    data = ensure_dataset(default_root(), args.sf, 1)
-    conf = {"spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false", "spark.driver.memory": "2g"}
-    builder = SparkSession.builder.master(args.master).appName("rotary-automatic")
-    for key, value in conf.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    logging.getLogger("SQLQueryContextLogger").disabled = True
-    for table in TABLES:
-        spark.read.parquet(str(data / table)).createOrReplaceTempView(table)
+    spark, conf = tpch_session(args.sf, args.master, "rotary-automatic")
     meta = run_metadata({**conf, "master": args.master})
     queries = []
     for q in parse_selection(args.queries):

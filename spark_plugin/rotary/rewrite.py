@@ -14,10 +14,11 @@ Given the analyzed plan (:mod:`.sqlplan` trees), :func:`derive` finds what a han
   filters, inner joins, the preserved side of outer joins and the left side of semi and anti joins), so
   that the aggregate's input is the disjoint union of its input over the batches of that table and every
   total of the last batch is exact; every other table is read whole;
-* the batching key: the fact table's equi-join key (with the largest other table), so that groups on that
-  key (or one equal to it through an inner join) are complete within a batch and reported as they are
-  (``exact_groups``); without a join, its first whole-number column (hashing every column of a wide
-  table cost 5x the plain query on TPC-H Q1), else a hash of the whole row.
+* the batching key: the column the fact's subqueries or inner aggregates need, else its equi-join key
+  with the largest other table when that table is not tiny beside it, so that groups on that key (or one
+  equal to it through an inner join) are complete within a batch and reported as they are
+  (``exact_groups``); else its first whole-number column (hashing every column of a wide table cost 5x
+  the plain query on TPC-H Q1), else a hash of the whole row.
 
 Whatever it cannot answer this way raises :class:`NotProgressive` with the reason, and the query runs
 exactly in one step.
@@ -39,6 +40,10 @@ _COMPARE = {"EqualTo": "==", "LessThan": "<", "LessThanOrEqual": "<=", "GreaterT
 _VARIANCES = {"VarianceSamp", "VariancePop", "StddevSamp", "StddevPop"}
 _NUMERIC = ("tinyint", "smallint", "int", "bigint", "float", "double", "decimal")
 _INTEGRAL = ("tinyint", "smallint", "int", "bigint")
+
+
+#: A join key is the batching key only when its table is at least 1/KEY_TABLE_SHARE of the fact table's size.
+KEY_TABLE_SHARE = 50
 
 
 class NotProgressive(Exception):
@@ -630,13 +635,19 @@ def _batch_key(child, fact, path, forced=None):
         if len(keys) != 1:
             return keys, set()
         key = keys[0]
-    elif not pairs:  # no join: the first whole-number column (cheap to hash; any split gives exact totals)
-        whole = [a for a in fact.output if a.dtype in ("int", "bigint")]
-        if not whole:
-            return [], set()
-        key = whole[0]
     else:
-        key = max(pairs, key=lambda p: p[1])[0]
+        # A join key is worth batching by when its table is not tiny beside the fact table: a key of a
+        # table of 40 stores splits the rows into 40 clusters, too few (and skewed) for the intervals (75%
+        # of 95% intervals covered the truth, against 93-96% batched by the sale's own id). Otherwise the
+        # fact's first whole-number column, usually its own id (any split gives exact totals).
+        big = [p for p in pairs if p[1] * KEY_TABLE_SHARE >= max(fact.size, 1)]
+        whole = [a for a in fact.output if a.dtype in ("int", "bigint")]
+        if big:
+            key = max(big, key=lambda p: p[1])[0]
+        elif whole:
+            key = whole[0]
+        else:
+            return [], set()
     cls = {key.id}
     changed = True
     while changed:
