@@ -6,6 +6,8 @@ import sys
 
 import pytest
 
+from benchmarks.tpch.data import ensure_dataset
+
 pytestmark = pytest.mark.spark
 
 
@@ -16,11 +18,29 @@ def _bench(*args):
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
-    """One TPC-H root for the module: the data and its 3-batch layout are made by the first run, reused after."""
-    return tmp_path_factory.mktemp("tpch")
+    """One TPC-H root for the module, generated here before any run could race to make it; each run's
+    batch layout (3 batches here, 4 for suspend) is made by its first run beside it."""
+    root = tmp_path_factory.mktemp("tpch")
+    ensure_dataset(root, 0.01, 2)
+    return root
 
 
-def test_time_to_accuracy_and_workload_reports(tmp_path, data):
+@pytest.fixture(scope="module")
+def suspend_run(data, tmp_path_factory):
+    """The suspend benchmark, started with the module's first test and run beside the others: its own
+    application and batch layout, and it mostly waits on Spark. ``test_suspend_report`` waits for it."""
+    out = tmp_path_factory.mktemp("suspend")
+    with open(out / "stderr", "w") as stderr:
+        proc = subprocess.Popen([sys.executable, "-m", "benchmarks.rotary", "suspend", "--sfs", "0.01", "--queries",
+                                 "6", "--batches", "4", "--parts", "2", "--executors", "1", "--data", str(data),
+                                 "--out", str(out)], stdout=subprocess.DEVNULL, stderr=stderr)
+    yield proc, out
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+def test_time_to_accuracy_and_workload_reports(tmp_path, data, suspend_run):
     common = ["--sf", "0.01", "--parts", "2", "--batches", "3", "--executors", "1",
               "--data", str(data), "--out", str(tmp_path)]
     tta = _bench("time-to-accuracy", "--queries", "6", "--repeat", "1", *common)
@@ -49,11 +69,10 @@ def test_unknown_policy_is_refused(tmp_path):
     assert run.returncode == 2 and "unknown policies ['fifo']" in run.stderr
 
 
-def test_suspend_report(tmp_path, data):
-    run = _bench("suspend", "--sfs", "0.01", "--queries", "6", "--batches", "3", "--parts", "2", "--executors", "1",
-                 "--data", str(data), "--out", str(tmp_path))
-    assert run.returncode == 0, run.stderr[-3000:]
-    [result] = tmp_path.glob("*.suspend.json")
+def test_suspend_report(suspend_run):
+    proc, out = suspend_run
+    assert proc.wait(timeout=900) == 0, (out / "stderr").read_text()[-3000:]
+    [result] = out.glob("*.suspend.json")
     [q6] = json.loads(result.read_text())["runs"].values()
     assert q6["half_state"]["groups"] == 1 and q6["total_s"] > 0
     assert all(q6[how]["same_answer"] for how in ("requested", "cancelled", "cost_model"))
