@@ -54,6 +54,24 @@ def spark_submit(tmp_path, master, flags, timeout=300):
                           capture_output=True, text=True, timeout=timeout, env=env, cwd=tmp_path)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def sparkrm_submit_run(tmp_path_factory):
+    """``sparkrm submit`` of the application, started with the module and run beside its other tests (its
+    own folder and JVM; it mostly waits on Spark starting); its test waits for it and checks what it did."""
+    folder = tmp_path_factory.mktemp("sparkrm-submit")
+    (folder / "app.py").write_text(APP)
+    with open(folder / "stdout", "w") as stdout, open(folder / "stderr", "w") as stderr:
+        proc = subprocess.Popen([str(Path(sys.executable).parent / "sparkrm"), "submit", "--features", "telemetry",
+                                 "--master", "local[1]", "--conf",
+                                 f"spark.sparkrm.telemetry.dir={folder / 'telemetry'}", str(folder / "app.py")],
+                                stdout=stdout, stderr=stderr,
+                                env=new_user_env(folder, PYSPARK_PYTHON=sys.executable), cwd=folder)
+    yield proc, folder
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
 def test_spark_submit_with_only_the_printed_flags_records_every_task(tmp_path):
     telemetry_dir = tmp_path / "telemetry"
     flags = printed_flags("--features", "telemetry", "--conf", f"spark.sparkrm.telemetry.dir={telemetry_dir}")
@@ -166,16 +184,11 @@ def test_a_failed_submit_args_makes_spark_submit_fail(tmp_path):
     assert "Unrecognized option: --sparkrm-configuration-error-see-the-message-above" in run.stderr
 
 
-def test_sparkrm_submit_validates_and_runs_the_application(tmp_path):
-    app = tmp_path / "app.py"
-    app.write_text(APP)
-    env = new_user_env(tmp_path, PYSPARK_PYTHON=sys.executable)
-    telemetry_dir = tmp_path / "telemetry"
-    run = subprocess.run([str(Path(sys.executable).parent / "sparkrm"), "submit", "--features", "telemetry",
-                          "--master", "local[1]", "--conf", f"spark.sparkrm.telemetry.dir={telemetry_dir}",
-                          str(app)], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
-    assert run.returncode == 0 and "APP-OK" in run.stdout, run.stderr[-3000:]
-    assert len(list(telemetry_dir.glob("*.telemetry.jsonl"))) == 1
+def test_sparkrm_submit_validates_and_runs_the_application(sparkrm_submit_run):
+    proc, folder = sparkrm_submit_run
+    assert proc.wait(timeout=300) == 0 and "APP-OK" in (folder / "stdout").read_text(), \
+        (folder / "stderr").read_text()[-3000:]
+    assert len(list((folder / "telemetry").glob("*.telemetry.jsonl"))) == 1
 
 
 def test_an_unwritable_telemetry_dir_stops_the_application(tmp_path):
