@@ -1,6 +1,7 @@
 """``python -m benchmarks.rotary`` end to end at toy scale: reports are written and consistent."""
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -28,7 +29,7 @@ def data(tmp_path_factory):
 @pytest.fixture(scope="module")
 def suspend_run(data, tmp_path_factory):
     """The suspend benchmark, started with the module's first test and run beside the others: its own
-    application and batch layout, and it mostly waits on Spark. ``test_suspend_report`` waits for it."""
+    application and batch layout, and like them it mostly waits on Spark. ``test_suspend_report`` waits for it."""
     out = tmp_path_factory.mktemp("suspend")
     with open(out / "stderr", "w") as stderr:
         proc = subprocess.Popen([sys.executable, "-m", "benchmarks.rotary", "suspend", "--sfs", "0.01", "--queries",
@@ -41,18 +42,26 @@ def suspend_run(data, tmp_path_factory):
 
 
 def test_time_to_accuracy_and_workload_reports(tmp_path, data, suspend_run):
-    common = ["--sf", "0.01", "--parts", "2", "--batches", "3", "--executors", "1",
-              "--data", str(data), "--out", str(tmp_path)]
-    tta = _bench("time-to-accuracy", "--queries", "6", "--repeat", "1", *common)
-    assert tta.returncode == 0, tta.stderr[-3000:]
+    common = ["--sf", "0.01", "--parts", "2", "--batches", "3", "--executors", "1", "--out", str(tmp_path)]
+    # time-to-accuracy runs beside the workload, on its own copy of the data (so its own batch layout)
+    dataset = ensure_dataset(data, 0.01, 2)
+    shutil.copytree(dataset, tmp_path / "tpch" / dataset.name)
+    with open(tmp_path / "tta.stderr", "w") as stderr:
+        tta = subprocess.Popen([sys.executable, "-m", "benchmarks.rotary", "time-to-accuracy", "--queries", "6",
+                                "--repeat", "1", *common, "--data", str(tmp_path / "tpch")],
+                               stdout=subprocess.DEVNULL, stderr=stderr)
+    try:
+        run = _bench("workload", "--jobs", "2", "--seeds", "0,1", "--policies", "rotary,edf", "--time-scale",
+                     "0.01", "--epoch", "0.3", "--memory-mb", "100", *common, "--data", str(data))
+    finally:
+        tta_returncode = tta.wait(timeout=900)
+    assert tta_returncode == 0, (tmp_path / "tta.stderr").read_text()[-3000:]
     [result] = tmp_path.glob("*.time-to-accuracy.json")
     queries = json.loads(result.read_text())["queries"]
     assert set(queries) == {"6"}
     assert all(q["points"][-1]["true_accuracy"] == 1.0 and q["exact_s"] > 0 for q in queries.values())
     assert result.with_suffix(".md").is_file() and result.with_suffix(".png").is_file()
 
-    run = _bench("workload", "--jobs", "2", "--seeds", "0,1", "--policies", "rotary,edf", "--time-scale", "0.01",
-                 "--epoch", "0.3", "--memory-mb", "100", *common)
     assert run.returncode == 0, run.stderr[-3000:]
     [result] = tmp_path.glob("*.workload-*-100mb.json")
     runs = json.loads(result.read_text())["runs"]
