@@ -173,9 +173,13 @@ class ProgressiveSQL(ProgressiveQuery):
 
     def snapshot(self) -> Snapshot:
         snap = super().snapshot()
-        result = snap.result.copy()
-        return Snapshot(snap.batch, snap.batches, snap.elapsed_s, result, snap.ci, snap.confidence,
-                        notes=tuple(self.notes))
+        notes = list(self.notes)
+        shown, left_out = self._totals.having_near
+        if shown or left_out:
+            notes.append(f"HAVING: {shown} group(s) shown and {left_out} left out lie within their interval of "
+                         "the threshold (they may change side)")
+        return Snapshot(snap.batch, snap.batches, snap.elapsed_s, snap.result, snap.ci, snap.confidence,
+                        notes=tuple(notes))
 
     def _rows(self, batch_ids) -> pd.DataFrame:
         return _pandas(self.partial_frame(batch_ids))

@@ -44,6 +44,9 @@ class RunningTotals:
         self._pair_columns = tuple(np.array([self.totals.index(p[i]) for p in self.pairs], dtype=np.int64)
                                    for i in (0, 1))  # columns of each pair's two totals
         self.batches_done = 0
+        #: After an estimate with HAVING: groups shown, and groups left out, whose HAVING outcome lies within
+        #: their intervals (it may change with more batches).
+        self.having_near = (0, 0)
         self._row: dict[tuple, int] = {}  # group key -> row of the arrays
         self._keys = np.zeros((0, len(self.keys)), dtype=object)  # each row's key columns
         self._group_index: pd.Index | None = None  # the groups as a pandas index, built when asked
@@ -204,6 +207,9 @@ class RunningTotals:
             constants = dict(spec.constants)
             keep = np.array([spec.having.test({**row, **total, **constants}) is True
                              for row, total in zip(result.to_dict("records"), totals)], dtype=bool)
+            near = (np.zeros(len(keep), dtype=bool) if exact_groups or b < 2
+                    else self._near_threshold(spec, totals_float, cov, constants, z))
+            self.having_near = (int((keep & near).sum()), int((~keep & near).sum()))
             result, half = result[keep], half[keep]
         shown = [c for c in spec.columns if c not in spec.attributes]  # attributes: the caller's
         result = result[shown + [c for c in spec.hidden if c not in shown]]
@@ -215,6 +221,28 @@ class RunningTotals:
             result = result.drop(columns=list(spec.hidden))
             half = half.drop(columns=[c for c in spec.hidden if c in half])
         return result.reset_index(drop=True), half.reset_index(drop=True)
+
+    def _near_threshold(self, spec, totals: dict, cov: dict, constants: dict, z: float) -> np.ndarray:
+        """Per group, whether a comparison of the HAVING predicate may change side: its two operands are
+        closer than the sum of their interval half-widths (operands over totals and constants only)."""
+        import ast
+
+        from .expressions import Expression
+
+        values = {**totals, **{k: float(v) for k, v in constants.items() if v is not None}}
+        near = np.zeros(len(next(iter(totals.values()))) if totals else 0, dtype=bool)
+        for node in ast.walk(ast.parse(spec.having.text, mode="eval")):
+            if not isinstance(node, ast.Compare) or isinstance(node.ops[0], (ast.Is, ast.IsNot)):
+                continue
+            sides = [Expression(ast.unparse(side)) for side in (node.left, node.comparators[0])]
+            if any(n not in values for side in sides for n in side.names):
+                continue  # compares a group key: exact
+            with np.errstate(all="ignore"):
+                value = [np.asarray(side.evaluate(values), dtype=float) for side in sides]
+                spread = [z * np.sqrt(np.asarray(self._delta_variance(side, totals, cov, constants), dtype=float))
+                          if any(n in totals for n in side.names) else 0.0 for side in sides]
+                near |= np.nan_to_num(np.abs(value[0] - value[1]) <= spread[0] + spread[1], nan=False)
+        return near
 
     def _answer_candidates(self, spec: QuerySpec, batches: int):
         """The rows that can be in a limited answer, in row order (a slice of all rows where any can).
@@ -259,10 +287,12 @@ class RunningTotals:
         return cov
 
     @staticmethod
-    def _delta_variance(expression, totals: dict, cov: dict) -> pd.Series:
+    def _delta_variance(expression, totals: dict, cov: dict, constants: dict | None = None) -> pd.Series:
+        constants = {k: float(v) for k, v in (constants or {}).items() if v is not None}
+        totals = {**totals, **constants}
         base = expression.evaluate(totals)
         grad = {}
-        for name in expression.names:
+        for name in (n for n in expression.names if n not in constants):
             step = np.maximum(totals[name].abs(), 1.0) * 1e-6
             moved = dict(totals, **{name: totals[name] + step})
             grad[name] = (expression.evaluate(moved) - base) / step

@@ -260,3 +260,13 @@ def test_a_layout_older_than_its_table_is_not_used(spark, tables, session_dir):
     final = list(job)[-1]
     assert any("older than its table" in n for n in final.notes) and any("not prepared" in n for n in final.notes)
     assert_same_answer(final.result, spark.sql(sql).toPandas(), ordered=False)
+
+
+def test_groups_near_a_having_threshold_are_flagged_until_the_answer_is_exact(spark, tables):
+    totals = spark.sql("select store, sum(units) as u from sales group by store").toPandas()
+    threshold = float(totals.u.median()) + 0.5  # a group just below it, one just above
+    sql = f"select store, sum(units) as u from sales group by store having sum(units) > {threshold}"
+    snapshots = list(rotary.progressive_query(spark, sql, batches=BATCHES))
+    assert any("within their interval of the threshold" in n for n in snapshots[1].notes)
+    assert not any("within their interval" in n for n in snapshots[-1].notes)
+    assert_same_answer(snapshots[-1].result, spark.sql(sql).toPandas(), ordered=False)
