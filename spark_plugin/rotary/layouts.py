@@ -27,11 +27,11 @@ from pathlib import Path
 
 from ..errors import SparkrmError
 from . import sqlplan
+from .spec import BATCH_COLUMN
 
 LOG = logging.getLogger(__name__)
 MANIFEST = "_ROTARY_LAYOUT.json"
 PROGRESS = "_ROTARY_PROGRESS.json"
-BATCH_COLUMN = "rotary_batch"
 
 
 class LayoutError(SparkrmError, ValueError):
