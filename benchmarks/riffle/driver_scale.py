@@ -67,7 +67,13 @@ def run_load(mode: str, classpath: list[Path], args) -> dict:
            str(args.executors_per_host), str(args.maps), str(args.maps_per_s), str(args.block_kb * 1024),
            str(args.reducers), str(args.merge_ms), str(args.poll_ms)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    run = json.loads(out.stdout.strip().splitlines()[-1])
+    if not run["delay_ms"]:  # every merge left for the end of the stage: no delay to time
+        raise SystemExit(f"driver-scale: the {mode} run timed no merge delivered during the map stage "
+                         f"({run['merges']} delivered, all at its end): the simulated maps ran too slowly on this "
+                         f"machine; lower --maps-per-s (now {args.maps_per_s}) or --executors, or rerun on a quieter "
+                         "machine")
+    return run
 
 
 def compile_load(out: Path, scheduler: Path) -> Path:
