@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import SparkrmError
-from .spec import BATCH_COLUMN, LAYOUTS, TABLES
+from .spec import BATCH_COLUMN, LAYOUTS, TABLES, batch_of
 
 LOG = logging.getLogger(__name__)
 MANIFEST = "_ROTARY_BATCHES.json"
@@ -168,9 +168,9 @@ def _ensure_layout(spark, batched: BatchedData, layout: str) -> None:
     from pyspark.sql import functions as F
 
     for table, key in LAYOUTS[layout].items():
-        batch = F.pmod(F.xxhash64(F.col(key).cast("bigint"), F.lit(batched.seed)), F.lit(batched.batches))
+        batch = batch_of([F.col(key).cast("bigint")], batched.seed, batched.batches)
         (spark.read.parquet(str(batched.data / table))
-         .withColumn(BATCH_COLUMN, batch.cast("int"))
+         .withColumn(BATCH_COLUMN, batch)
          .repartition(BATCH_COLUMN)
          .write.partitionBy(BATCH_COLUMN).parquet(str(tmp / table)))
     (tmp / MANIFEST).write_text(json.dumps(expected))

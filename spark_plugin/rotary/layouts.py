@@ -27,7 +27,7 @@ from pathlib import Path
 
 from ..errors import SparkrmError
 from . import sqlplan
-from .spec import BATCH_COLUMN
+from .spec import BATCH_COLUMN, batch_of
 
 LOG = logging.getLogger(__name__)
 MANIFEST = "_ROTARY_LAYOUT.json"
@@ -146,7 +146,7 @@ def prepare_table(spark, table, key, batches: int = 20, seed: int = 0, root=None
         shutil.rmtree(tmp, ignore_errors=True)  # another table version, key or count: start over
         state = {**manifest, "done": []}
     tmp.mkdir(parents=True, exist_ok=True)
-    batch = F.pmod(F.xxhash64(*[F.col(k) for k in keys], F.lit(seed)), F.lit(batches)).cast("int")
+    batch = batch_of([F.col(k) for k in keys], seed, batches)
     keyed = frame.withColumn(BATCH_COLUMN, batch)
     for b in range(batches):
         if b in state["done"]:

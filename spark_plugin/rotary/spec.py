@@ -72,6 +72,17 @@ _DIRECTIVE = re.compile(r"^--\s*@([\w-]+):\s*(.*)$")
 _CONTINUATION = re.compile(r"^--\s{2,}(\S.*)$")
 
 
+def batch_of(columns, seed: int, batches: int):
+    """A row's batch as a Spark int column: ``pmod(xxhash64(columns..., seed), batches)``.
+
+    The one rule for every batching: the TPC-H layouts, a prepared layout of the user's table and the
+    batches hashed on the fly when a table is not prepared.
+    """
+    from pyspark.sql import functions as F
+
+    return F.pmod(F.xxhash64(*columns, F.lit(seed)), F.lit(batches)).cast("int")
+
+
 class QuerySpecError(SparkrmError, ValueError):
     """A progressive query spec is missing, malformed or inconsistent."""
 

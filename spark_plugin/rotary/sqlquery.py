@@ -33,6 +33,7 @@ from ..errors import SparkrmError
 from . import sqlplan
 from .engine import ProgressiveQuery, Snapshot, _pandas
 from .rewrite import NotProgressive, derive
+from .spec import batch_of
 
 LOG = logging.getLogger(__name__)
 #: The batch column's name inside the rebuilt plan (unlikely to clash with a user's column).
@@ -208,14 +209,12 @@ class ProgressiveSQL(ProgressiveQuery):
         fact = _frame_of(self.spark, self.derivation.fact.jvm)
         jvm = self.spark._jvm
         key = [_column(jvm, a.jvm) for a in (self.derivation.batch_key or self.derivation.fact.output)]
-        batch = F.pmod(F.xxhash64(*key, F.lit(self.seed)), F.lit(self._batches)).cast("int")
+        batch = batch_of(key, self.seed, self._batches)
         return fact.withColumn(BATCH_ATTRIBUTE, batch).where(F.col(BATCH_ATTRIBUTE).isin(batch_ids))
 
     def _subquery_read(self, leaf, batch_ids):
         """Another read of the fact table (in a correlated subquery) restricted to the same batches: a plan
         with the leaf's attributes only."""
-        from pyspark.sql import functions as F
-
         jvm = self.spark._jvm
         if self.layout is not None:
             plan = self.layout.batches_frame(self.spark, leaf, batch_ids)._jdf.queryExecution().analyzed()
@@ -223,7 +222,7 @@ class ProgressiveSQL(ProgressiveQuery):
                 sqlplan.seq(jvm, sqlplan.items(plan.output())[:-1]), plan)
         names = [a.name for a in self.derivation.batch_key]
         key = [_column(jvm, a.jvm) for a in leaf.output if a.name in names]
-        batch = F.pmod(F.xxhash64(*key, F.lit(self.seed)), F.lit(self._batches)).cast("int")
+        batch = batch_of(key, self.seed, self._batches)
         frame = _frame_of(self.spark, leaf.jvm).where(batch.isin([int(b) for b in batch_ids]))
         return frame._jdf.queryExecution().analyzed()
 
