@@ -65,6 +65,7 @@ class ActiveJob:
     checkpoints: int = 0
     memory_waits: int = 0  # arbitrations it sat out because its memory did not fit what was left
     waits: int = 0  # arbitrations it sat out, for any reason
+    admitted_s: float = 0.0  # the loop's time at the boundary that admitted it (its arrival or after)
 
 
 class Arbiter:
@@ -106,6 +107,7 @@ class Arbiter:
             now = self.clock() - start
             while pending and pending[0].arrival_s <= now:
                 job = self._admit(pending.pop(0))
+                job.admitted_s = now
                 active[job.spec.job_id] = job
             if not active:
                 self.sleep(max(0.0, min(self.epoch_s, pending[0].arrival_s - now)))
@@ -244,7 +246,7 @@ class Arbiter:
                 "batches_done": job.batches_done, "estimate": job.estimate, "true_accuracy": float(truth),
                 "false_attainment": bool(status == crit.ATTAINED and truth < s.threshold),
                 "checkpoints": job.checkpoints, "memory_bytes": job.memory, "memory_waits": job.memory_waits,
-                "waits": job.waits}
+                "waits": job.waits, "admitted_s": job.admitted_s}
 
 
 def _quiet_scan_rescaling(sc) -> None:

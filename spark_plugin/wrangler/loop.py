@@ -54,6 +54,8 @@ class Wrangler:
         ``spark.wrangler.model.path``, else trained online.
     mode, confidence, warmup_ms, workload : optional
         Override ``spark.wrangler.mode``, ``.confidence``, ``.train.warmup`` and ``.workload`` of the session.
+    clock : callable, default=time.monotonic
+        Seconds, read to tell when online training's warm-up is over (tests pass one they move).
 
     Attributes
     ----------
@@ -70,8 +72,10 @@ class Wrangler:
         The JVM's decision ticks so far.
     """
 
-    def __init__(self, spark, *, predictor=None, mode=None, confidence=None, warmup_ms=None, workload=None):
+    def __init__(self, spark, *, predictor=None, mode=None, confidence=None, warmup_ms=None, workload=None,
+                 clock=time.monotonic):
         self.spark = spark
+        self.clock = clock
         self.predictor = predictor
         self.mode = mode
         self.confidence = confidence
@@ -106,7 +110,7 @@ class Wrangler:
             self._tm = telemetry(self.spark)
             self._cursor, self._history = 0, {"task": [], "node": []}
             self._tasks_seen, self._retry_at, self._untrained_said = 0, 1, False
-            self._started = time.time() * 1000
+            self._started = self.clock()
             self._thread = threading.Thread(target=self._run, name="wrangler-training", daemon=True)
             self._thread.start()
             origin = f"trained online after {self.warmup_ms_} ms"
@@ -162,7 +166,7 @@ class Wrangler:
         self._history["task"].append(tasks)
         self._history["node"].append(records["node"].to_pandas())
         self._tasks_seen += len(tasks)
-        if time.time() * 1000 - self._started < self.warmup_ms_ or self._tasks_seen < self._retry_at:
+        if (self.clock() - self._started) * 1000 < self.warmup_ms_ or self._tasks_seen < self._retry_at:
             return
         try:
             data = build_dataset(pd.concat(self._history["task"]), pd.concat(self._history["node"]),

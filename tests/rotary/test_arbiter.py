@@ -13,6 +13,7 @@ from spark_plugin.rotary import workload as wl
 from spark_plugin.rotary.arbiter import Arbiter
 from spark_plugin.rotary.workload import WorkloadJob
 from spark_plugin.telemetry_reader import max_concurrent_tasks
+from tests.helpers import ManualClock
 
 pytestmark = pytest.mark.spark
 
@@ -67,6 +68,23 @@ def test_a_paused_job_resumes_from_its_checkpoint_where_it_stopped(spark, data, 
     records = {r["job_id"]: r for r in arbiter.run(jobs)}
     # One core, two jobs taking turns: each was paused at least once and still processed every batch.
     assert all(r["checkpoints"] >= 1 for r in records.values())
+    assert all(r["batches_done"] == BATCHES and r["true_accuracy"] == 1.0 for r in records.values())
+
+
+def test_a_job_arriving_mid_run_is_admitted_at_the_first_boundary_after_its_arrival(spark, data, tmp_path):
+    # The loop's time is the test's: every reading moves it 0.05 s and a wait moves it by what was waited, so
+    # an epoch of 0.1 s is one batch and "early" needs four epochs. "late" arrives at 0.5 s, while "early" runs; "last" arrives at 30 s, after both ended, so the loop
+    # sleeps (on this clock) until it comes.
+    clock = ManualClock(tick=0.05)
+    jobs = [WorkloadJob("early", 6, "light", 0.99, 60.0, 0.0), WorkloadJob("late", 1, "light", 0.99, 60.0, 0.5),
+            WorkloadJob("last", 6, "light", 0.99, 60.0, 30.0)]
+    arbiter = Arbiter(spark, data, policies.make("rr"), batches=BATCHES, cores=2, epoch_s=0.1,
+                      checkpoint_dir=tmp_path, clock=clock, sleep=clock.advance)
+    records = {r["job_id"]: r for r in arbiter.run(jobs)}
+    assert records["early"]["admitted_s"] < 0.1  # the first boundary
+    assert 0.5 <= records["late"]["admitted_s"] < records["early"]["finish_s"], records
+    assert max(records["early"]["finish_s"], records["late"]["finish_s"]) < 30.0 <= records["last"]["admitted_s"]
+    assert records["last"]["admitted_s"] < 30.0 + 0.1  # woken at its arrival, not an epoch late
     assert all(r["batches_done"] == BATCHES and r["true_accuracy"] == 1.0 for r in records.values())
 
 

@@ -19,7 +19,7 @@ import pytest
 import spark_plugin
 from spark_plugin.wrangler import Wrangler, running
 from spark_plugin.wrangler._jvm import JvmHolds
-from tests.helpers import eventually
+from tests.helpers import ManualClock, eventually
 
 from .jobs import executor_pid, flag_model, in_background, launches_inside, steady_jobs
 
@@ -66,10 +66,14 @@ def squares(spark, n=10):
 
 def test_online_training_says_once_why_it_cannot_train_and_keeps_its_data(spark, caplog):
     # First in the file: the loop reads the application's telemetry from its start, 20 tasks in all.
+    clock = ManualClock()
     with caplog.at_level(logging.DEBUG, logger="spark_plugin.wrangler.loop"):
-        loop = Wrangler(spark, warmup_ms=1000).start()
+        loop = Wrangler(spark, warmup_ms=1000, clock=clock).start()
         try:
             assert squares(spark) == 285
+            eventually(lambda: loop._tasks_seen >= 10)
+            assert loop._retry_at == 1  # collected, but no try before the warm-up's second has passed
+            clock.advance(1.0)
             eventually(lambda: loop._retry_at > 1)  # tried on 10 tasks: too few
             assert squares(spark) == 285
             eventually(lambda: len([r for r in caplog.records if "cannot train its model yet" in r.getMessage()]) >= 2)
