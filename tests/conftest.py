@@ -26,7 +26,8 @@ DEFAULT_SESSION = dict(master="local-cluster[2,1,1024]", features=None, conf={})
 
 #: Every JVM the tests start (Spark drivers and executors, spark-submit, javac) runs short: C1
 #: alone compiles fast enough and the serial collector adds no threads on two cores. This halved
-#: the CPU time of the Riffle corruption module (94 s to 42 s).
+#: the CPU time of the Riffle corruption module (94 s to 42 s). :func:`pytest_configure` adds a
+#: class-data-sharing archive of Spark's classes (see :mod:`tests.jvm_archive`).
 os.environ.setdefault("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 
 #: Fixtures that start Spark (a session, a cluster, a Spark subprocess) or TensorFlow: a test
@@ -99,6 +100,10 @@ def pytest_configure(config):
         os.environ["SPARK_HOME"] = str(home)
     if "not tf" in lane:
         sys.meta_path.insert(0, _NoTensorFlow())
+    if "not spark" not in lane and not hasattr(config, "workerinput"):  # xdist's workers inherit the variable
+        from tests.jvm_archive import share_spark_classes
+
+        share_spark_classes(Path(config.cache.makedir("jvm-archive")))
 
 
 class _NoTensorFlow(importlib.abc.MetaPathFinder):
