@@ -4,9 +4,13 @@ Each of the harness's plain query files (``benchmarks/tpch/queries/qNN.sql``) is
 ``rotary.progressive_query`` as a user would give it, over temporary views of the TPC-H Parquet tables, in
 one local application: whether it runs progressively (its fact table and batching key) or exactly (and
 why), its time to the first and to the final snapshot, the plain query's time in the same application, and
-whether the final answer equals the plain query's (the harness's own comparison). One JSON per run in
-``benchmarks/results/rotary/<date>-<sha>.automatic-sf<SF>.json``. Timings here are single runs on a shared
-machine: they show the order of magnitude, not a benchmark's medians.
+whether the final answer equals the plain query's (the harness's own comparison).
+
+``--layouts DIR`` first prepares the fact tables the queries need (``rotary.layouts.prepare_for``: one
+layout per table and key, timed apart as the one-off it is), so each step reads its batches' files only;
+without it every step hashes the whole table. ``--rounds N`` runs each query N times progressively and
+plainly, alternating which goes first, and reports medians and the median of the per-round ratios. One
+JSON per run in ``benchmarks/results/rotary/<date>-<sha>.automatic-sf<SF>[-prepared].json``.
 """
 
 from __future__ import annotations
@@ -45,53 +49,103 @@ def main(argv=None) -> int:
     parser.add_argument("--batches", type=int, default=10)
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--queries", default="1-22", help="e.g. 1-22 or 3,5,17")
+    parser.add_argument("--layouts", help="prepare the fact tables the queries need in this folder first (timed "
+                                          "apart, reused when already there) and read them; default: unprepared")
+    parser.add_argument("--rounds", type=int, default=1, help="runs of each query, progressive and plain side by "
+                                                              "side, alternating which goes first (default 1)")
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error("--rounds must be >= 1")
 
-    from benchmarks.tpch.oracle import compare
-    from benchmarks.tpch.queries import order_columns, parse_selection, query_text
-    from spark_plugin import rotary
-    from spark_plugin.rotary.sqlquery import ExactQuery
+    from benchmarks.tpch.queries import parse_selection, query_text
+    from spark_plugin.rotary.layouts import prepare_for
 
     spark, conf = tpch_session(args.sf, args.master, "rotary-automatic")
     meta = run_metadata({**conf, "master": args.master})
+    selection = parse_selection(args.queries)
+    prepared = None
+    if args.layouts:
+        start = time.perf_counter()
+        layouts = prepare_for(spark, [query_text(q, args.sf) for q in selection], args.batches, root=args.layouts)
+        prepared = {"seconds": round(time.perf_counter() - start, 1),
+                    "layouts": [f"{layout.source.rsplit('/', 1)[-1]} by {','.join(layout.key)}" for layout in layouts]}
+        print(f"prepared in {prepared['seconds']} s: {', '.join(prepared['layouts'])}", flush=True)
     queries = []
-    for q in parse_selection(args.queries):
-        sql, record = query_text(q, args.sf), {"query": q}
-        start = time.perf_counter()
-        job = rotary.progressive_query(spark, sql, batches=args.batches)
-        record["progressive"] = not isinstance(job, ExactQuery)
-        if record["progressive"]:
-            record.update(fact=job.derivation.fact_name.rsplit("/", 1)[-1],
-                          key=[a.name for a in job.derivation.batch_key], exact_groups=job.spec.exact_groups)
-        else:
-            record["reason"] = job.reason
-        snapshots = []
-        for snapshot in job:
-            snapshots.append(snapshot)
-            if len(snapshots) == 1:
-                record["first_s"] = round(time.perf_counter() - start, 2)
-        record["final_s"] = round(time.perf_counter() - start, 2)
-        record["notes"] = list(snapshots[-1].notes)
-        start = time.perf_counter()
-        plain = [tuple(row) for row in spark.sql(sql).collect()]
-        record["plain_s"] = round(time.perf_counter() - start, 2)
-        final = snapshots[-1].result
-        try:
-            compare(list(final.columns), list(final.itertuples(index=False, name=None)), plain, order_columns(sql))
-            record["equal"] = True
-        except AssertionError as e:
-            record["equal"], record["difference"] = False, str(e)[:1000]
-        print(record, flush=True)
+    for q in selection:
+        record = measure(spark, q, query_text(q, args.sf), args)
+        print({k: v for k, v in record.items() if k != "rounds"}, flush=True)
         queries.append(record)
     spark.stop()
-    summary = {"progressive": sum(r["progressive"] for r in queries), "queries": len(queries),
-               "equal": sum(r["equal"] for r in queries)}
-    path = write_json(result_path("rotary", f"automatic-sf{args.sf:g}.json", meta),
-                      {"meta": meta, "sf": args.sf, "batches": args.batches, "summary": summary,
-                       "queries": queries})
+    progressive = [r for r in queries if r["progressive"]]
+    summary = {"progressive": len(progressive), "queries": len(queries), "equal": sum(r["equal"] for r in queries),
+               "rounds": args.rounds, "prepared": bool(args.layouts)}
+    if progressive:
+        summary.update(first_ratio_max=max(r["first_ratio"] for r in progressive),
+                       final_ratio_max=max(r["final_ratio"] for r in progressive),
+                       first_ratio_median=_median([r["first_ratio"] for r in progressive]),
+                       final_ratio_median=_median([r["final_ratio"] for r in progressive]))
+    suffix = "-prepared" if args.layouts else ""
+    path = write_json(result_path("rotary", f"automatic-sf{args.sf:g}{suffix}.json", meta),
+                      {"meta": meta, "sf": args.sf, "batches": args.batches, "prepared": prepared,
+                       "summary": summary, "queries": queries})
     print(f"{summary['progressive']} of {summary['queries']} progressive, {summary['equal']} equal to the plain "
           f"query; {path}")
     return 0 if summary["equal"] == summary["queries"] else 1
+
+
+def measure(spark, q: int, sql: str, args) -> dict:
+    """Query ``q`` progressively and plainly, ``args.rounds`` times each, alternating which runs first:
+    medians of the times to the first and final snapshots and of the plain query, their ratios, and whether
+    the final answer equals the plain one (every round)."""
+    from benchmarks.tpch.oracle import compare
+    from benchmarks.tpch.queries import order_columns
+    from spark_plugin import rotary
+    from spark_plugin.rotary.sqlquery import ExactQuery
+
+    record, rounds = {"query": q}, []
+    for r in range(args.rounds):
+        timing = {}
+        for kind in (("progressive", "plain") if r % 2 == 0 else ("plain", "progressive")):
+            start = time.perf_counter()
+            if kind == "plain":
+                plain = [tuple(row) for row in spark.sql(sql).collect()]
+                timing["plain_s"] = time.perf_counter() - start
+                continue
+            job = rotary.progressive_query(spark, sql, batches=args.batches,
+                                           layouts=args.layouts if args.layouts else False)
+            snapshots = []
+            for snapshot in job:
+                snapshots.append(snapshot)
+                if len(snapshots) == 1:
+                    timing["first_s"] = time.perf_counter() - start
+            timing["final_s"] = time.perf_counter() - start
+        final = snapshots[-1].result
+        try:
+            compare(list(final.columns), list(final.itertuples(index=False, name=None)), plain, order_columns(sql))
+        except AssertionError as e:
+            record.setdefault("difference", str(e)[:1000])
+        rounds.append({k: round(v, 3) for k, v in timing.items()})
+    record["progressive"] = not isinstance(job, ExactQuery)
+    if record["progressive"]:
+        record.update(fact=job.derivation.fact_name.rsplit("/", 1)[-1],
+                      key=[a.name for a in job.derivation.batch_key], exact_groups=job.spec.exact_groups,
+                      layout=job.layout is not None)
+    else:
+        record["reason"] = job.reason
+    record["notes"] = list(snapshots[-1].notes)
+    record["equal"] = "difference" not in record
+    for field in ("first_s", "final_s", "plain_s"):
+        record[field] = round(_median([t[field] for t in rounds]), 3)
+    record["first_ratio"] = round(_median([t["first_s"] / t["plain_s"] for t in rounds]), 3)
+    record["final_ratio"] = round(_median([t["final_s"] / t["plain_s"] for t in rounds]), 3)
+    record["rounds"] = rounds
+    return record
+
+
+def _median(values):
+    import statistics
+
+    return statistics.median(values)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ fraction processed, the elapsed time and the envelope accuracy, and stops when t
 met (``--until``; default: every batch). ``--checkpoint DIR`` saves the state when it stops;
 ``--resume DIR`` continues a saved run. ``sql`` runs any plain aggregate query over your own tables, its
 progressive form derived from Spark's analysis of it; one it cannot batch runs exactly and says why.
-``prepare`` splits a table into random batches once (resumable) for ``sql --layouts``.
+``prepare`` splits a table into random batches once (resumable), by a key you name or, given queries
+(``--query``), each fact table by the key its queries need; ``sql`` reads the layouts it finds.
 
 Bad input exits with status 2 and one line (``error: ...``) naming the argument or file and the
 fix. Everything that needs no Spark (criterion, query, folders, numbers, master URL) is checked
@@ -156,14 +157,40 @@ def check_sql(args):
         raise UsageError("sql needs a query, e.g. sql \"select l_returnflag, sum(l_quantity) from lineitem group "
                          "by l_returnflag\" --table lineitem=/data/lineitem")
     _check_numbers(args)
-    for table in args.table or []:
+    _check_views(args.table)
+    if args.plot:
+        _check_plot(Path(args.plot).expanduser())
+    return _criterion(args)
+
+
+def _check_plot(path: Path) -> None:
+    """A --plot image: matplotlib installed, a known image suffix, a folder that exists and can be written."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        raise UsageError("--plot needs matplotlib: pip install matplotlib (or sparkrm[bench])")
+    if path.suffix.lower() not in (".png", ".svg", ".pdf", ".jpg", ".jpeg"):
+        raise UsageError(f"--plot {path}: name an image file ending in .png, .svg, .pdf or .jpg")
+    folder = path.resolve().parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"--plot {path}: {folder} is not a writable folder; create it or choose another")
+
+
+def _check_views(views) -> None:
+    """``--table NAME=PATH`` options: each a name and an existing Parquet file or folder."""
+    for table in views or []:
         name, eq, path = table.partition("=")
         if not eq or not name.strip().isidentifier() or not path.strip():
             raise UsageError(f"--table {table!r} must be NAME=PATH (a Parquet file or folder), e.g. "
                              "--table sales=/data/sales")
         if not Path(path).expanduser().exists():
             raise UsageError(f"--table {table!r}: {path} does not exist; give a Parquet file or folder")
-    return _criterion(args)
+
+
+def _register_views(spark, views) -> None:
+    for table in views or []:
+        name, _, path = table.partition("=")
+        spark.read.parquet(str(Path(path).expanduser())).createOrReplaceTempView(name.strip())
 
 
 def _check_numbers(args) -> None:
@@ -218,9 +245,7 @@ def run_sql(args, criterion=None) -> int:
     spark = spark_plugin.session(args.master, features=[], conf={"spark.ui.showConsoleProgress": "false"})
     spark.sparkContext.setLogLevel(args.log_level)
     try:
-        for table in args.table or []:
-            name, _, path = table.partition("=")
-            spark.read.parquet(str(Path(path).expanduser())).createOrReplaceTempView(name.strip())
+        _register_views(spark, args.table)
         logging.getLogger("SQLQueryContextLogger").disabled = True  # pyspark would print the error as JSON too
         try:
             job = query(spark, args.query, args.batches, args.seed, confidence=args.confidence,
@@ -232,8 +257,10 @@ def run_sql(args, criterion=None) -> int:
         aggregates = [] if exact else job.spec.aggregates
         estimate = 0.0
         console = Console(width=None if sys.stdout.isatty() else 160)
+        snapshots = []
         with Live(console=console, refresh_per_second=4) as live:
             for epoch, snapshot in enumerate(job, 1):
+                snapshots.append(snapshot)
                 previous, estimate = estimate, (1.0 if exact else envelope.add(snapshot.result))
                 live.update(render_sql(snapshot, aggregates, estimate))
                 progress = criteria.Progress(snapshot.elapsed_s, epoch, estimate, previous, complete=snapshot.final)
@@ -241,6 +268,12 @@ def run_sql(args, criterion=None) -> int:
                     console.print(f"{criterion}: {criterion.status(progress)}")
                     break
         job.close()
+        if args.plot and exact:
+            console.print(f"no plot: {job.reason}, so there is one exact answer and nothing converging")
+        elif args.plot:
+            from .plot import convergence_plot
+
+            console.print(f"plot: {convergence_plot(snapshots, aggregates, Path(args.plot).expanduser())}")
     finally:
         spark.stop()
     return 0
@@ -281,15 +314,22 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("query", help="the SQL text; tables are catalog tables, --table views or parquet.`path`")
     q.add_argument("--table", action="append", metavar="NAME=PATH",
                    help="register a Parquet file or folder as temporary view NAME (repeatable)")
-    q.add_argument("--layouts", help="folder of prepared batch layouts (see `prepare`); without it, or for a "
-                                     "table not prepared, batches are hashed on the fly (slower)")
+    q.add_argument("--layouts", help="folder of prepared batch layouts (see `prepare`; default "
+                                     "~/.cache/sparkrm/rotary/layouts); a table not prepared is hashed into "
+                                     "batches on the fly (slower)")
+    q.add_argument("--plot", metavar="FILE.png", help="draw each aggregate's estimate and interval over time "
+                                                      "against the exact answer into this image")
     _run_options(q)
     q.add_argument("--log-level", default="FATAL", type=str.upper, choices=LOG_LEVELS,
                    help="Spark's log level once it runs (default FATAL)")
-    p = sub.add_parser("prepare", help="split a Parquet table into random batches once (resumable)")
-    p.add_argument("table", help="the table's Parquet file or folder")
-    p.add_argument("--key", required=True, help="column(s) hashed into a batch, comma-separated: a join key "
-                                                "of your queries")
+    p = sub.add_parser("prepare", help="split tables into random batches once (resumable): a table by a key, or "
+                                       "the fact tables of queries by the keys they need")
+    p.add_argument("table", nargs="?", help="the table's Parquet file or folder (with --key)")
+    p.add_argument("--key", help="column(s) hashed into a batch, comma-separated: a join key of your queries")
+    p.add_argument("--query", action="append", metavar="SQL",
+                   help="prepare this query's fact table by the key it batches by (repeatable; instead of TABLE)")
+    p.add_argument("--table", action="append", dest="views", metavar="NAME=PATH",
+                   help="with --query: register a Parquet file or folder as temporary view NAME (repeatable)")
     p.add_argument("--layouts", help="where layouts live (default ~/.cache/sparkrm/rotary/layouts)")
     p.add_argument("--batches", type=int, default=20)
     p.add_argument("--seed", type=int, default=0)
@@ -298,30 +338,55 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def run_prepare(args) -> int:
-    """Write (or finish writing) a table's batch layout with a progress bar."""
-    from rich.progress import Progress
-
-    import spark_plugin
-
-    from .layouts import prepare_table
-
-    if not Path(args.table).expanduser().exists():
+def check_prepare(args) -> None:
+    """Check a ``prepare`` command's arguments before Spark starts: a table with its key, or queries."""
+    if args.query and (args.table or args.key):
+        raise UsageError("prepare takes a TABLE with --key, or --query (its tables by --table NAME=PATH), not both")
+    if args.query:
+        _check_views(args.views)
+    elif not args.table or not args.key:
+        raise UsageError("prepare needs a TABLE and its --key (e.g. prepare /data/orders --key o_orderkey), or "
+                         "--query SQL with --table NAME=PATH for the tables it reads")
+    elif not Path(args.table).expanduser().exists():
         raise UsageError(f"prepare: {args.table} does not exist; give the table's Parquet file or folder")
     if args.batches < 2:
         raise UsageError(f"--batches must be a whole number >= 2, got {args.batches}")
     if not _MASTER.fullmatch(args.master):
         raise UsageError(f"--master {args.master!r} is not a Spark master URL: use local[*] or local[N]")
+
+
+def run_prepare(args) -> int:
+    """Write (or finish writing) batch layouts with a progress bar: one table's, or those queries need."""
+    from rich.progress import Progress
+
+    import spark_plugin
+
+    from .layouts import prepare_for, prepare_table
+
+    check_prepare(args)
     spark = spark_plugin.session(args.master, features=[], conf={"spark.ui.showConsoleProgress": "false"})
     spark.sparkContext.setLogLevel(args.log_level)
     try:
+        _register_views(spark, args.views)
         with Progress() as bar:
-            task = bar.add_task(f"batches of {args.table}", total=args.batches)
-            layout = prepare_table(spark, args.table, [k.strip() for k in args.key.split(",")], args.batches,
-                                   args.seed, root=args.layouts,
-                                   progress=lambda done, total: bar.update(task, completed=done))
-            bar.update(task, completed=args.batches)
-        print(f"layout: {layout.folder}")
+            tasks = {}
+
+            def progress(table, key, done, total):
+                name = f"batches of {table} by {','.join(key)}"
+                tasks.setdefault(name, bar.add_task(name, total=total))
+                bar.update(tasks[name], completed=done)
+
+            if args.query:
+                layouts = prepare_for(spark, args.query, args.batches, args.seed, root=args.layouts,
+                                      progress=progress)
+            else:
+                key = [k.strip() for k in args.key.split(",")]
+                layouts = [prepare_table(spark, args.table, key, args.batches, args.seed, root=args.layouts,
+                                         progress=lambda done, total: progress(args.table, key, done, total))]
+        for layout in layouts:
+            print(f"layout: {layout.folder}")
+        if not layouts:
+            print("no layout needed: every query is answered exactly or reads no file-based table")
     finally:
         spark.stop()
     return 0

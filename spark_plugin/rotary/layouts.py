@@ -166,21 +166,85 @@ def prepare_table(spark, table, key, batches: int = 20, seed: int = 0, root=None
     return Layout(folder, leaf.source, keys, batches, seed)
 
 
+def prepare_for(spark, queries, batches: int = 20, seed: int = 0, root=None, progress=None) -> list[Layout]:
+    """Prepare the fact tables of ``queries`` (SQL texts or DataFrames), each by the key its queries need.
+
+    Each query's progressive form names its fact table and the key it batches by (a join or correlation key
+    that keeps its joins and subqueries exact within a batch), and the tables joined on that key, which can
+    be read by the same batches (co-batched: lineitem by ``l_orderkey`` and orders by ``o_orderkey``). One
+    layout is written per distinct (table, key), the one most queries ask for first, and every query asking
+    for it reuses it. A query answered exactly, or whose fact table is not file-based, needs none: it is
+    skipped and logged.
+
+    Parameters
+    ----------
+    progress : callable, optional
+        Called as ``progress(table, key, done, batches)`` after each batch is written.
+
+    Returns
+    -------
+    list of Layout
+        The layouts, most asked for first.
+    """
+    from .rewrite import NotProgressive, derive
+    from .sqlquery import _frame, _frame_of
+
+    wanted: dict[tuple, list] = {}  # (source, key) -> [fact leaf, queries asking]
+    for text in queries:
+        try:
+            derivation = derive(sqlplan.analyzed(_frame(spark, text)))
+        except NotProgressive as e:
+            LOG.info("no layout for a query answered exactly (%s): %s", e, _short(text))
+            continue
+        if not derivation.fact.source.startswith("files:"):
+            LOG.info("no layout for %s: it does not read files", derivation.fact_name)
+            continue
+        key = tuple(a.name for a in derivation.batch_key)
+        tables = [(derivation.fact, key)] + [(leaf, (attribute.name,)) for _, leaf, attribute in derivation.co_batched
+                                             if leaf.source.startswith("files:")]
+        for leaf, leaf_key in tables:
+            entry = wanted.setdefault((leaf.source, leaf_key), [leaf, 0])
+            entry[1] += 1
+    layouts = []
+    for (source, key), (leaf, _) in sorted(wanted.items(), key=lambda item: -item[1][1]):
+        if not key:
+            LOG.info("no layout for %s by whole rows: its queries use any other layout of the table", source)
+            continue
+        table = source.removeprefix("files:").split(",")[0].rstrip("/").split("/")[-1]
+        report = (lambda done, total, t=table, k=key: progress(t, k, done, total)) if progress else None
+        layouts.append(prepare_table(spark, _frame_of(spark, leaf.jvm), list(key), batches, seed, root, report))
+    return layouts
+
+
+def _short(text) -> str:
+    return " ".join(text.split())[:60] if isinstance(text, str) else "a DataFrame"
+
+
 def find_layout(spark, root, derivation, batches: int, seed: int):
-    """The complete, current layout of the query's fact table for ``batches`` and ``seed``, or None; and a
-    note for the snapshot when one exists but is not used."""
-    fact = derivation.fact
-    if not fact.source.startswith("files:"):
+    """The complete, current layout of the query's fact table for ``batches`` and ``seed`` (its own key's
+    first, else another key's), or None; and a note for the snapshot when one exists but is not used."""
+    return _current(root, derivation.fact, batches, seed, tuple(a.name for a in derivation.batch_key))
+
+
+def key_layout(root, leaf, key: tuple, batches: int, seed: int):
+    """The complete, current layout of ``leaf``'s table by exactly ``key`` (a co-batched table's), or None."""
+    layout, _ = _current(root, leaf, batches, seed, key, only=True)
+    return layout
+
+
+def _current(root, leaf, batches: int, seed: int, key: tuple, only: bool = False):
+    if not leaf.source.startswith("files:"):
         return None, None
-    base = layout_folder(root, fact.source, ("x",), batches, seed).parent
+    base = layout_folder(root, leaf.source, ("x",), batches, seed).parent
     candidates = sorted(base.glob(f"*-b{batches}-s{seed}")) if base.is_dir() else []
-    preferred = "+".join(a.name for a in derivation.batch_key)
-    candidates.sort(key=lambda p: not p.name.startswith(preferred + "-b"))
+    preferred = "+".join(key) + "-b"
+    candidates = [c for c in candidates if c.name.startswith(preferred) or not only]
+    candidates.sort(key=lambda p: not p.name.startswith(preferred))
     for folder in candidates:
         manifest = _read(folder / MANIFEST)
-        if not manifest or manifest.get("source") != fact.source:
+        if not manifest or manifest.get("source") != leaf.source:
             continue
-        current = table_files(fact)
+        current = table_files(leaf)
         if manifest["files"] != current:
             changed = len(set(current) ^ set(manifest["files"])) + sum(
                 1 for f in set(current) & set(manifest["files"]) if current[f] != manifest["files"][f])

@@ -79,6 +79,10 @@ class Derivation:
     #: (name, sqlplan.Expr) of uncorrelated scalar subqueries in HAVING or the projections above the aggregate:
     #: the engine computes each once (over whole tables) and binds its value to the name in ``spec.constants``.
     constants: list = field(default_factory=list)
+    #: (path from the aggregate's child, leaf, attribute) of other tables that may be read by the same batches
+    #: as the fact table (see :func:`_co_batched`): a prepared layout of one by that attribute is read a
+    #: chunk's batches at a time instead of whole.
+    co_batched: list = field(default_factory=list)
 
     @property
     def fact_name(self) -> str:
@@ -170,7 +174,35 @@ def derive(plan, name: str = "query", batch_key=None) -> Derivation:
         notes.append(f"{describe(fact)} is also read whole {whole_reads} time(s) per Spark query (a self-join or a "
                      "subquery not correlated on the batching key): exact, but slower")
     return Derivation(spec, aggregate, fact, path, key, keys, builder.partials, labels, notes, sites,
-                      builder.constants)
+                      builder.constants, _co_batched(aggregate.children[0], fact, key, classes))
+
+
+def _co_batched(child, fact, key, classes) -> list:
+    """Other tables whose rows can be restricted to a chunk's batches by hashing one of their columns.
+
+    A leaf qualifies when it has an attribute equal to the batching key on every row that reaches the
+    aggregate (in the key's class, of the key's type, so it hashes alike) and is reached from the
+    aggregate's input through projections, filters and inner joins only: its rows whose attribute hashes
+    to another batch join only fact rows of that other batch, which the chunk leaves out anyway. (Under an
+    aggregate, a window or an outer join, dropping rows could change what the others see.) TPC-H: orders by
+    ``o_orderkey`` beside lineitem batched by ``l_orderkey``; a self-join's other side by the same key.
+    """
+    if len(key) != 1:
+        return []
+    found = []
+
+    def visit(node, path):
+        if not node.children:
+            same = [a for a in node.output if a.id in classes and a.dtype == key[0].dtype]
+            if node is not fact and same:
+                found.append((path, node, same[0]))
+            return
+        if node.kind in _PASS or (node.kind == "Join" and node.join_type in ("Inner", "Cross")):
+            for i, c in enumerate(node.children):
+                visit(c, path + (i,))
+
+    visit(child, ())
+    return found
 
 
 def _rename(text: str, old: str, new: str) -> str:

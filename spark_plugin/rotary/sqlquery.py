@@ -32,7 +32,7 @@ import pandas as pd
 from ..errors import SparkrmError
 from . import sqlplan
 from .engine import ProgressiveQuery, Snapshot, _pandas
-from .rewrite import NotProgressive, derive
+from .rewrite import NotProgressive, derive, describe
 from .spec import batch_of
 
 LOG = logging.getLogger(__name__)
@@ -58,10 +58,11 @@ def query(spark, sql_or_frame, batches: int = 20, seed: int = 0, order_seed: int
         How many random batches the fact table is split into.
     seed : int, default=0
         Seed of the batch split (the hash); ``order_seed`` (default: ``seed``) orders the batches.
-    layouts : str or Path, optional
-        Folder of prepared layouts (:func:`.layouts.prepare_table`): the fact table's layout with ``batches``
-        and ``seed``, when there is one not older than the table, is read one batch's files at a time;
-        otherwise (and without ``layouts``) batches are hashed on the fly.
+    layouts : str, Path or False, optional
+        Folder of prepared layouts (:func:`.layouts.prepare_for`, :func:`.layouts.prepare_table`; default
+        where ``prepare`` writes them, ``~/.cache/sparkrm/rotary/layouts``): the fact table's layout with
+        ``batches`` and ``seed``, when there is one not older than the table, is read one batch's files at a
+        time; otherwise (and with ``layouts=False``) batches are hashed on the fly.
 
     Returns
     -------
@@ -83,18 +84,24 @@ def query(spark, sql_or_frame, batches: int = 20, seed: int = 0, order_seed: int
     except NotProgressive as e:
         LOG.warning("running the query exactly in one step: %s", e)
         return ExactQuery(frame, str(e), confidence)
-    layout, note = None, None
-    if layouts is not None:
-        from .layouts import find_layout
+    layout, note, co_layouts = None, None, {}
+    if layouts is not False:
+        from .layouts import default_root, find_layout, key_layout
 
-        layout, note = find_layout(spark, layouts, derivation, batches, seed)
+        root = default_root() if layouts is None else layouts
+        layout, note = find_layout(spark, root, derivation, batches, seed)
         if layout is not None and list(layout.key) != [a.name for a in derivation.batch_key]:
             derivation = derive(plan, name=_name(sql_or_frame), batch_key=layout.key)
+        for path, leaf, attribute in derivation.co_batched:
+            co_layout = key_layout(root, leaf, (attribute.name,), batches, seed)
+            if co_layout is not None:
+                co_layouts[path] = (leaf, co_layout)
     LOG.info("progressive: batching %s by %s into %d batches (%s)", derivation.fact_name,
              [a.name for a in derivation.batch_key] or "the whole row", batches,
              f"layout {layout.folder}" if layout else "hashed on the fly")
     return ProgressiveSQL(spark, frame, derivation, batches=batches, seed=seed, order_seed=order_seed,
-                          confidence=confidence, growth=growth, layout=layout, layout_note=note)
+                          confidence=confidence, growth=growth, layout=layout, layout_note=note,
+                          co_layouts=co_layouts)
 
 
 def _name(sql_or_frame) -> str:
@@ -132,7 +139,8 @@ class ProgressiveSQL(ProgressiveQuery):
     """A plain aggregate query answered batch by batch (see the module docstring)."""
 
     def __init__(self, spark, frame, derivation, batches: int = 20, seed: int = 0, order_seed: int | None = None,
-                 confidence: float = 0.95, growth: float = 4.0, layout=None, layout_note: str | None = None):
+                 confidence: float = 0.95, growth: float = 4.0, layout=None, layout_note: str | None = None,
+                 co_layouts: dict | None = None):
         import random
 
         if not 0 < confidence < 1:
@@ -167,6 +175,11 @@ class ProgressiveSQL(ProgressiveQuery):
         if self.layout is None:
             self.notes.append(f"{derivation.fact_name} is not prepared: each Spark query hashes it into batches "
                               "on the fly and scans it whole (slower; prepare it to read one batch's files)")
+        #: path under the aggregate's child -> (leaf, Layout) of the tables read by the same batches
+        self.co_layouts = co_layouts or {}
+        for leaf, co_layout in self.co_layouts.values():
+            self.notes.append(f"{describe(leaf)} is read by the same batches (prepared by "
+                              f"{', '.join(co_layout.key)})")
 
     @property
     def batches(self) -> int:
@@ -194,7 +207,9 @@ class ProgressiveSQL(ProgressiveQuery):
         batch = sqlplan.items(rplan.output())[-1]
         reads = {id(leaf): self._subquery_read(leaf, batch_ids) for _, leaves in d.subquery_sites for leaf in leaves}
         sites = {depth: reads for depth, _ in d.subquery_sites}
-        child = _rebuild(jvm, d.aggregate.children[0], d.fact_path, rplan, batch, sites)
+        others = {path: _without_batch(jvm, layout.batches_frame(self.spark, leaf, batch_ids))
+                  for path, (leaf, layout) in self.co_layouts.items()}
+        child = _rebuild(jvm, d.aggregate.children[0], d.fact_path, rplan, batch, sites, others=others)
         frame = _frame_of(self.spark, child)
         keys = [_column(jvm, e.jvm).alias(name) for name, e in d.keys]
         totals = [_partial_column(jvm, p).alias(p.name) for p in d.partials]
@@ -217,9 +232,7 @@ class ProgressiveSQL(ProgressiveQuery):
         with the leaf's attributes only."""
         jvm = self.spark._jvm
         if self.layout is not None:
-            plan = self.layout.batches_frame(self.spark, leaf, batch_ids)._jdf.queryExecution().analyzed()
-            return jvm.org.apache.spark.sql.catalyst.plans.logical.Project(
-                sqlplan.seq(jvm, sqlplan.items(plan.output())[:-1]), plan)
+            return _without_batch(jvm, self.layout.batches_frame(self.spark, leaf, batch_ids))
         names = [a.name for a in self.derivation.batch_key]
         key = [_column(jvm, a.jvm) for a in leaf.output if a.name in names]
         batch = batch_of(key, self.seed, self._batches)
@@ -229,6 +242,14 @@ class ProgressiveSQL(ProgressiveQuery):
     def checkpoint(self, path):
         raise NotImplementedError("checkpoints of plain queries are not supported yet: run TPC-H specs to "
                                   "checkpoint, or run the query to its end")
+
+
+def _without_batch(jvm, frame):
+    """The analyzed plan of a layout's batches read as a leaf's rows (:meth:`.layouts.Layout.batches_frame`),
+    without the batch column."""
+    plan = frame._jdf.queryExecution().analyzed()
+    return jvm.org.apache.spark.sql.catalyst.plans.logical.Project(
+        sqlplan.seq(jvm, sqlplan.items(plan.output())[:-1]), plan)
 
 
 def _name_of(frame) -> str:
@@ -274,14 +295,21 @@ def _partial_column(jvm, partial):
     raise ValueError(f"unknown partial function {f!r}")
 
 
-def _rebuild(jvm, node, path, replacement, batch, sites=None, depth=0):
+def _rebuild(jvm, node, path, replacement, batch, sites=None, depth=0, others=None):
     """``node`` (a sqlplan.Node) with the leaf at ``path`` replaced by ``replacement`` and the batch
     attribute appended to every projection between them (joins, filters and aliases pass it on); in the
-    Filters at the depths of ``sites``, the subqueries' reads of the fact table are replaced as mapped."""
+    Filters at the depths of ``sites``, the subqueries' reads of the fact table are replaced as mapped; the
+    leaves at the paths of ``others`` (co-batched tables) by their plans."""
     if not path:
         return replacement
-    children = [_rebuild(jvm, child, path[1:], replacement, batch, sites, depth + 1) if i == path[0] else child.jvm
-                for i, child in enumerate(node.children)]
+    others = others or {}
+    children = []
+    for i, child in enumerate(node.children):
+        below = {p[1:]: plan for p, plan in others.items() if p[0] == i}
+        if i == path[0]:
+            children.append(_rebuild(jvm, child, path[1:], replacement, batch, sites, depth + 1, below))
+        else:
+            children.append(_replaced(jvm, child, below))
     rebuilt = node.jvm.withNewChildren(sqlplan.seq(jvm, children))
     if sites and depth in sites:
         condition = _with_reads(jvm, node.exprs[0], sites[depth])
@@ -295,6 +323,17 @@ def _rebuild(jvm, node, path, replacement, batch, sites=None, depth=0):
         rebuilt = jvm.org.apache.spark.sql.catalyst.plans.logical.Project(sqlplan.seq(jvm, projections),
                                                                          rebuilt.child())
     return rebuilt
+
+
+def _replaced(jvm, node, plans: dict):
+    """``node`` with the leaves at the paths of ``plans`` replaced by their plans."""
+    if () in plans:
+        return plans[()]
+    if not plans:
+        return node.jvm
+    return node.jvm.withNewChildren(sqlplan.seq(jvm, [
+        _replaced(jvm, child, {p[1:]: plan for p, plan in plans.items() if p[0] == i})
+        for i, child in enumerate(node.children)]))
 
 
 def _with_reads(jvm, e, reads: dict):

@@ -21,6 +21,17 @@ def test_a_malformed_criterion_or_table_is_one_line_before_spark_starts(tmp_path
     assert missing.returncode == 2 and "does not exist" in missing.stderr and missing.stderr.count("\n") == 1
 
 
+def test_prepare_and_plot_arguments_are_checked_before_spark_starts(tmp_path):
+    neither = _cli("prepare")
+    assert neither.returncode == 2 and "needs a TABLE and its --key" in neither.stderr
+    both = _cli("prepare", str(tmp_path), "--key", "k", "--query", "select 1")
+    assert both.returncode == 2 and "not both" in both.stderr and both.stderr.count("\n") == 1
+    plot = _cli("sql", "select 1", "--plot", str(tmp_path / "converge.txt"))
+    assert plot.returncode == 2 and "ending in .png" in plot.stderr
+    nowhere = _cli("sql", "select 1", "--plot", str(tmp_path / "missing" / "converge.png"))
+    assert nowhere.returncode == 2 and "not a writable folder" in nowhere.stderr
+
+
 @pytest.mark.spark
 def test_a_plain_query_runs_to_its_exact_answer_and_an_unknown_table_is_one_line(tmp_path):
     data = ensure_dataset(tmp_path / "tpch", 0.01, 1)
@@ -36,15 +47,20 @@ def test_a_plain_query_runs_to_its_exact_answer_and_an_unknown_table_is_one_line
 
 
 @pytest.mark.spark
-def test_prepare_writes_a_layout_that_sql_then_reads(tmp_path):
+def test_prepare_for_a_query_writes_the_layout_it_needs_and_sql_reads_it_and_plots(tmp_path):
     data = ensure_dataset(tmp_path / "tpch", 0.01, 1)
     layouts = tmp_path / "layouts"
-    prepared = _cli("prepare", str(data / "orders"), "--key", "o_orderkey", "--batches", "4",
-                    "--layouts", str(layouts), "--master", "local[2]")
+    sql = ("select o_orderstatus, count(*), sum(l_quantity) as q from orders join lineitem on o_orderkey = "
+           "l_orderkey group by o_orderstatus")
+    tables = ["--table", f"orders={data / 'orders'}", "--table", f"lineitem={data / 'lineitem'}"]
+    prepared = _cli("prepare", "--query", sql, *tables, "--batches", "4", "--layouts", str(layouts),
+                    "--master", "local[2]")
     assert prepared.returncode == 0, prepared.stderr[-2000:]
-    assert "layout:" in prepared.stdout and list(layouts.rglob("_ROTARY_LAYOUT.json"))
-    run = _cli("sql", "select o_orderstatus, count(*), sum(o_totalprice) from orders group by o_orderstatus",
-               "--table", f"orders={data / 'orders'}", "--batches", "4", "--layouts", str(layouts),
-               "--master", "local[2]")
+    lines = [line for line in prepared.stdout.splitlines() if line.startswith("layout:")]
+    assert len(lines) == 2  # lineitem, and orders read by the same batches (joined on the key)
+    assert "lineitem" in lines[0] and "l_orderkey-b4-s0" in lines[0] and "o_orderkey-b4-s0" in lines[1]
+    run = _cli("sql", sql, *tables, "--batches", "4", "--layouts", str(layouts), "--master", "local[2]",
+               "--plot", str(tmp_path / "converge.png"))
     assert run.returncode == 0, run.stderr[-2000:]
     assert "batch 4/4 (100%)" in run.stdout and "not prepared" not in run.stdout
+    assert (tmp_path / "converge.png").stat().st_size > 10_000 and "plot:" in run.stdout

@@ -247,6 +247,31 @@ def test_a_prepared_layout_is_resumable_and_used_by_later_queries(spark, tables,
     assert_same_answer(snapshots[-1].result, spark.sql(sql).toPandas(), ordered=True)
 
 
+def test_layouts_prepared_for_queries_are_one_per_table_and_key_and_each_query_reads_its_own(spark, tables,
+                                                                                             session_dir):
+    from spark_plugin.rotary.layouts import prepare_for
+
+    root = session_dir / "layouts-for"
+    batched = ["groups-by-key", "self-join", "join-having-top", "correlated-on-key"]
+    queries = [PROGRESSIVE[name] for name in batched] + ["select l_orderkey from lineitem"]  # the last: exact
+    layouts = prepare_for(spark, queries, batches=BATCHES, root=root)
+    tables_keys = [(layout.source.rsplit("/", 1)[-1], layout.key) for layout in layouts]
+    # lineitem by l_orderkey for three queries first; orders co-batched with it (joined on the key) for two
+    assert tables_keys == [("lineitem", ("l_orderkey",)), ("orders", ("o_orderkey",)), ("lineitem", ("l_suppkey",))]
+    co_batched = {}
+    for name in batched:
+        sql = PROGRESSIVE[name]
+        job = rotary.progressive_query(spark, sql, batches=BATCHES, layouts=root)
+        assert job.layout is not None and job.layout.key == (("l_suppkey",) if name == "correlated-on-key"
+                                                             else ("l_orderkey",))
+        co_batched[name] = sorted(layout.key for _, layout in job.co_layouts.values())
+        final = list(job)[-1]
+        assert_same_answer(final.result, spark.sql(sql).toPandas(), ordered=" order by " in sql)
+    assert co_batched == {"groups-by-key": [("o_orderkey",)], "self-join": [("l_orderkey",)],
+                          "join-having-top": [("o_orderkey",)], "correlated-on-key": []}
+    assert prepare_for(spark, queries, batches=BATCHES, root=root) == layouts  # reused, not written again
+
+
 def test_a_layout_older_than_its_table_is_not_used(spark, tables, session_dir):
     from spark_plugin.rotary.layouts import prepare_table
 
