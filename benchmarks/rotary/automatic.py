@@ -31,7 +31,8 @@ def tpch_session(sf: float, master: str, app: str):
     from benchmarks.tpch.data import default_root, ensure_dataset
 
     data = ensure_dataset(default_root(), sf, 1)
-    conf = {"spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false", "spark.driver.memory": "2g"}
+    conf = {"spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false", "spark.driver.memory": "2g",
+            "spark.ui.showConsoleProgress": "false"}
     builder = SparkSession.builder.master(master).appName(app)
     for key, value in conf.items():
         builder = builder.config(key, value)
@@ -46,7 +47,7 @@ def tpch_session(sf: float, master: str, app: str):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.rotary.automatic", description=__doc__)
     parser.add_argument("--sf", type=float, default=0.1)
-    parser.add_argument("--batches", type=int, default=10)
+    parser.add_argument("--batches", type=int, default=20)
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--queries", default="1-22", help="e.g. 1-22 or 3,5,17")
     parser.add_argument("--layouts", help="prepare the fact tables the queries need in this folder first (timed "

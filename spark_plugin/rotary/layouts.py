@@ -48,16 +48,14 @@ class Layout:
     batches: int
     seed: int
 
-    def batches_frame(self, spark, fact, batch_ids):
-        """Batches ``batch_ids`` of the layout as the rows of leaf ``fact`` (a sqlplan.Node): the same
-        attributes (expression ids) as the leaf the query plan reads, and the batch column last."""
-        from pyspark.sql import functions as F
-
+    def leaf_frame(self, spark, fact):
+        """The layout as the rows of leaf ``fact`` (a sqlplan.Node): the same attributes (expression ids) as
+        the leaf the query plan reads, and the batch column last. A step filters it to its batches
+        (:func:`batches_of`); reading it once per query saves listing the files at every step."""
         from .sqlquery import _frame_of
 
         jvm = spark._jvm
-        frame = spark.read.parquet(str(self.folder)).where(F.col(BATCH_COLUMN).isin([int(b) for b in batch_ids]))
-        plan = frame._jdf.queryExecution().analyzed()
+        plan = spark.read.parquet(str(self.folder))._jdf.queryExecution().analyzed()
         by_name = {a.name(): a for a in sqlplan.items(plan.output())}
         alias = jvm.org.apache.spark.sql.catalyst.expressions.Alias
         empty = sqlplan.seq(jvm, [])
@@ -65,6 +63,13 @@ class Layout:
                    for a in fact.output] + [by_name[BATCH_COLUMN]]
         project = jvm.org.apache.spark.sql.catalyst.plans.logical.Project(sqlplan.seq(jvm, columns), plan)
         return _frame_of(spark, project)
+
+
+def batches_of(frame, batch_ids):
+    """The rows of ``frame`` (a :meth:`Layout.leaf_frame`) in batches ``batch_ids``: Spark reads their files only."""
+    from pyspark.sql import functions as F
+
+    return frame.where(F.col(BATCH_COLUMN).isin([int(b) for b in batch_ids]))
 
 
 def default_root() -> Path:

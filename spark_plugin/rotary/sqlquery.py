@@ -177,6 +177,7 @@ class ProgressiveSQL(ProgressiveQuery):
                               "on the fly and scans it whole (slower; prepare it to read one batch's files)")
         #: path under the aggregate's child -> (leaf, Layout) of the tables read by the same batches
         self.co_layouts = co_layouts or {}
+        self._leaf_frames: dict = {}  # (layout folder, id(leaf)) -> Layout.leaf_frame
         for leaf, co_layout in self.co_layouts.values():
             self.notes.append(f"{describe(leaf)} is read by the same batches (prepared by "
                               f"{', '.join(co_layout.key)})")
@@ -207,7 +208,7 @@ class ProgressiveSQL(ProgressiveQuery):
         batch = sqlplan.items(rplan.output())[-1]
         reads = {id(leaf): self._subquery_read(leaf, batch_ids) for _, leaves in d.subquery_sites for leaf in leaves}
         sites = {depth: reads for depth, _ in d.subquery_sites}
-        others = {path: _without_batch(jvm, layout.batches_frame(self.spark, leaf, batch_ids))
+        others = {path: _without_batch(jvm, self._layout_batches(layout, leaf, batch_ids))
                   for path, (leaf, layout) in self.co_layouts.items()}
         child = _rebuild(jvm, d.aggregate.children[0], d.fact_path, rplan, batch, sites, others=others)
         frame = _frame_of(self.spark, child)
@@ -220,19 +221,28 @@ class ProgressiveSQL(ProgressiveQuery):
         from pyspark.sql import functions as F
 
         if self.layout is not None:
-            return self.layout.batches_frame(self.spark, self.derivation.fact, batch_ids)
+            return self._layout_batches(self.layout, self.derivation.fact, batch_ids)
         fact = _frame_of(self.spark, self.derivation.fact.jvm)
         jvm = self.spark._jvm
         key = [_column(jvm, a.jvm) for a in (self.derivation.batch_key or self.derivation.fact.output)]
         batch = batch_of(key, self.seed, self._batches)
         return fact.withColumn(BATCH_ATTRIBUTE, batch).where(F.col(BATCH_ATTRIBUTE).isin(batch_ids))
 
+    def _layout_batches(self, layout, leaf, batch_ids):
+        """Batches ``batch_ids`` of ``layout`` as ``leaf``'s rows, the layout read once per leaf and query."""
+        from .layouts import batches_of
+
+        key = (layout.folder, id(leaf))
+        if key not in self._leaf_frames:
+            self._leaf_frames[key] = layout.leaf_frame(self.spark, leaf)
+        return batches_of(self._leaf_frames[key], batch_ids)
+
     def _subquery_read(self, leaf, batch_ids):
         """Another read of the fact table (in a correlated subquery) restricted to the same batches: a plan
         with the leaf's attributes only."""
         jvm = self.spark._jvm
         if self.layout is not None:
-            return _without_batch(jvm, self.layout.batches_frame(self.spark, leaf, batch_ids))
+            return _without_batch(jvm, self._layout_batches(self.layout, leaf, batch_ids))
         names = [a.name for a in self.derivation.batch_key]
         key = [_column(jvm, a.jvm) for a in leaf.output if a.name in names]
         batch = batch_of(key, self.seed, self._batches)
@@ -245,7 +255,7 @@ class ProgressiveSQL(ProgressiveQuery):
 
 
 def _without_batch(jvm, frame):
-    """The analyzed plan of a layout's batches read as a leaf's rows (:meth:`.layouts.Layout.batches_frame`),
+    """The analyzed plan of a layout's batches read as a leaf's rows (:meth:`.layouts.Layout.leaf_frame`),
     without the batch column."""
     plan = frame._jdf.queryExecution().analyzed()
     return jvm.org.apache.spark.sql.catalyst.plans.logical.Project(
