@@ -6,8 +6,9 @@ scans the whole table. :func:`prepare_table` writes the table once as Parquet pa
 uses the layout, whatever its key (any split of the rows into batches gives exact totals; the key decides
 only which groups are whole within a batch, and the rewrite is told the layout's key).
 
-* **Resumable.** Batches are written one Spark job each into a temporary folder, with the batches done
-  recorded beside them; an interrupted ``prepare`` continues with the batches not yet written. The folder
+* **Resumable.** Batches are written by :data:`WRITE_JOBS` Spark jobs (a share of the batches each, one
+  scan of the table each) into a temporary folder, with the batches done recorded beside them; an
+  interrupted ``prepare`` continues with the batches not yet written. The folder
   is renamed into place, with its manifest, only when every batch is in: nothing half-written is used.
 * **Never older than its table.** The manifest records the table's files (path, size, modification time).
   A layout whose table has new, removed or changed files is not used (the snapshot says so and the query
@@ -32,6 +33,9 @@ from .spec import BATCH_COLUMN, batch_of
 LOG = logging.getLogger(__name__)
 MANIFEST = "_ROTARY_LAYOUT.json"
 PROGRESS = "_ROTARY_PROGRESS.json"
+#: A table is written in this many Spark jobs (each scans it once and writes a share of the batches): fewer
+#: scans than a job per batch, and an interrupted ``prepare`` loses at most one job's share.
+WRITE_JOBS = 4
 
 
 class LayoutError(SparkrmError, ValueError):
@@ -153,13 +157,14 @@ def prepare_table(spark, table, key, batches: int = 20, seed: int = 0, root=None
     tmp.mkdir(parents=True, exist_ok=True)
     batch = batch_of([F.col(k) for k in keys], seed, batches)
     keyed = frame.withColumn(BATCH_COLUMN, batch)
-    for b in range(batches):
-        if b in state["done"]:
-            continue
-        part = tmp / f"{BATCH_COLUMN}={b}"
-        shutil.rmtree(part, ignore_errors=True)
-        keyed.where(F.col(BATCH_COLUMN) == b).drop(BATCH_COLUMN).write.parquet(str(part))
-        state["done"].append(b)
+    todo = [b for b in range(batches) if b not in state["done"]]
+    per_job = -(-batches // WRITE_JOBS)
+    for chunk in (todo[i:i + per_job] for i in range(0, len(todo), per_job)):
+        shutil.rmtree(tmp / "_temporary", ignore_errors=True)  # an interrupted job's uncommitted files
+        for b in chunk:
+            shutil.rmtree(tmp / f"{BATCH_COLUMN}={b}", ignore_errors=True)
+        keyed.where(F.col(BATCH_COLUMN).isin(chunk)).write.mode("append").partitionBy(BATCH_COLUMN).parquet(str(tmp))
+        state["done"].extend(chunk)
         (tmp / PROGRESS).write_text(json.dumps(state))
         if progress:
             progress(len(state["done"]), batches)
