@@ -41,9 +41,16 @@ class Expr:
     distinct: bool = False  # AggregateExpression
     has_filter: bool = False  # AggregateExpression with FILTER (WHERE ...)
     detail: str = ""  # SortOrder: "asc"/"desc" and "nulls first"/"nulls last"
-    text: str = ""  # how Spark prints it (for messages)
     canon: str = ""  # its canonical form (same value => same text), for keys
     plans: list = field(default_factory=list)  # subquery plans
+    _text: str | None = field(default=None, repr=False)
+
+    @property
+    def text(self) -> str:
+        """How Spark prints it (for messages), read from the JVM when first asked for."""
+        if self._text is None:
+            self._text = self.jvm.toString()
+        return self._text
 
     def walk(self):
         yield self
@@ -58,13 +65,27 @@ class Node:
     kind: str
     children: list
     exprs: list  # its expressions, in Catalyst's order (``expressions()``)
-    output: list  # its output attributes
     jvm: object = field(repr=False)
     size: int = 0  # leaves: the optimizer's size in bytes
     join_type: str = ""  # Join: Inner, LeftOuter, LeftSemi, ...
     groups: int = 0  # Aggregate: how many of ``exprs`` are grouping expressions
     source: str = ""  # relation leaves: what they read (paths or table name), to match occurrences
-    text: str = ""
+    _output: list | None = field(default=None, repr=False)
+    _text: str | None = field(default=None, repr=False)
+
+    @property
+    def output(self) -> list:
+        """Its output attributes (:class:`Expr`), read from the JVM when first asked for: the rewrite reads
+        only the leaves' and the root's, and reading every operator's through py4j was most of the cost."""
+        if self._output is None:
+            self._output = [expr(a) for a in items(self.jvm.output())]
+        return self._output
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = self.jvm.simpleString(120)
+        return self._text
 
     def walk(self):
         """Every node of this tree, subquery plans inside expressions included."""
@@ -98,7 +119,7 @@ def node(plan) -> Node:
     kind = plan.getClass().getSimpleName()
     children = [node(c) for c in items(plan.children())]
     exprs = [expr(e) for e in items(plan.expressions())]
-    out = Node(kind, children, exprs, [expr(a) for a in items(plan.output())], plan, text=plan.simpleString(120))
+    out = Node(kind, children, exprs, plan)
     if kind == "Join":
         out.join_type = plan.joinType().toString()
     elif kind == "Aggregate":
@@ -136,7 +157,7 @@ def _source(plan, kind: str) -> str:
 
 def expr(e) -> Expr:
     kind = e.getClass().getSimpleName()
-    out = Expr(kind, [expr(c) for c in items(e.children())], e, text=e.toString())
+    out = Expr(kind, [expr(c) for c in items(e.children())], e)
     try:
         out.dtype = e.dataType().simpleString()
     except Exception:  # noqa: BLE001 - unresolved or typeless (SortOrder has one; some do not)
