@@ -1,8 +1,15 @@
 package dev.sparkrm.scheduler;
 
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.spark.SparkContext;
+import org.apache.spark.SparkContext$;
 import org.apache.spark.scheduler.Pool;
 import org.apache.spark.scheduler.TaskSetManager;
 import scala.Enumeration;
+import scala.Option;
 import scala.collection.mutable.ArrayBuffer;
 
 /**
@@ -20,11 +27,27 @@ import scala.collection.mutable.ArrayBuffer;
  * callers keep every stage at most {@code cap} tasks wide, which never needs that. Speculative copies are
  * not counted ahead (the arbiter runs without speculation).
  *
+ * <p>A pool that holds back waiting tasks asks for another offer round {@link #REOFFER_MS} later. Spark
+ * counts a task's end in its pool only when the task's result has been handled, on another thread, after
+ * the backend has already offered the freed slot; the cluster backends offer again every second anyway,
+ * but local mode offers only on task events, so a declined round with nothing left running would never
+ * be followed by another and the pool's jobs would wait forever (Rotary's arbiter on {@code local[2]}).
+ *
  * <p>Called under the task scheduler's lock, like every pool method; {@code runningTasks} is kept by Spark
  * (each task set reports its launches and ends to its parent pool).
  */
 public final class CappedPool extends Pool {
+  /** How long after a declined offer round the pool asks for another. */
+  static final long REOFFER_MS = 200;
+
+  private static final ScheduledExecutorService REOFFERS = Executors.newSingleThreadScheduledExecutor(r -> {
+    Thread thread = new Thread(r, "sparkrm-capped-pool-reoffer");
+    thread.setDaemon(true);
+    return thread;
+  });
+
   private final int cap;
+  private final AtomicBoolean reofferPending = new AtomicBoolean();
 
   public CappedPool(String name, Enumeration.Value schedulingMode, int minShare, int weight, int cap) {
     super(name, schedulingMode, minShare, weight);
@@ -46,12 +69,9 @@ public final class CappedPool extends Pool {
   @Override
   public ArrayBuffer<TaskSetManager> getSortedTaskSetQueue() {
     ArrayBuffer<TaskSetManager> offered = new ArrayBuffer<>();
-    int free = cap - runningTasks();
-    if (free <= 0) {
-      return offered;
-    }
     ArrayBuffer<TaskSetManager> queue = super.getSortedTaskSetQueue();
-    for (int i = 0; i < queue.size(); i++) {
+    int free = cap - runningTasks();
+    for (int i = 0; i < queue.size() && free > 0; i++) {
       TaskSetManager taskSet = queue.apply(i);
       int waiting = Math.max(0, taskSet.numTasks() - taskSet.tasksSuccessful() - taskSet.runningTasks());
       if (waiting <= free) {
@@ -62,6 +82,23 @@ public final class CappedPool extends Pool {
         break;
       }
     }
+    if (offered.size() < queue.size()) {
+      reofferLater();
+    }
     return offered;
+  }
+
+  /** Ask the active context's backend for an offer round {@link #REOFFER_MS} from now (one pending at most). */
+  private void reofferLater() {
+    if (!reofferPending.compareAndSet(false, true)) {
+      return;
+    }
+    REOFFERS.schedule(() -> {
+      reofferPending.set(false);
+      Option<SparkContext> active = SparkContext$.MODULE$.getActive();
+      if (active.isDefined() && !active.get().isStopped()) {
+        active.get().schedulerBackend().reviveOffers();
+      }
+    }, REOFFER_MS, TimeUnit.MILLISECONDS);
   }
 }
