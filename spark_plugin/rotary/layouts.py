@@ -210,7 +210,7 @@ def prepare_for(spark, queries, batches: int = 20, seed: int = 0, root=None, pro
             LOG.info("no layout for %s: it does not read files", derivation.fact_name)
             continue
         key = tuple(a.name for a in derivation.batch_key)
-        tables = [(derivation.fact, key)] + [(leaf, (attribute.name,)) for _, leaf, attribute in derivation.co_batched
+        tables = [(derivation.fact, key)] + [(leaf, (attribute.name,)) for leaf, attribute in derivation.co_batched
                                              if leaf.source.startswith("files:")]
         for leaf, leaf_key in tables:
             entry = wanted.setdefault((leaf.source, leaf_key), [leaf, 0])

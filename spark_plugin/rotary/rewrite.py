@@ -79,9 +79,9 @@ class Derivation:
     #: (name, sqlplan.Expr) of uncorrelated scalar subqueries in HAVING or the projections above the aggregate:
     #: the engine computes each once (over whole tables) and binds its value to the name in ``spec.constants``.
     constants: list = field(default_factory=list)
-    #: (path from the aggregate's child, leaf, attribute) of other tables that may be read by the same batches
-    #: as the fact table (see :func:`_co_batched`): a prepared layout of one by that attribute is read a
-    #: chunk's batches at a time instead of whole.
+    #: (leaf, attribute) of other tables that may be read by the same batches as the fact table (see
+    #: :func:`_co_batched`): a prepared layout of one by that attribute is read a chunk's batches at a time
+    #: instead of whole.
     co_batched: list = field(default_factory=list)
 
     @property
@@ -191,17 +191,17 @@ def _co_batched(child, fact, key, classes) -> list:
         return []
     found = []
 
-    def visit(node, path):
+    def visit(node):
         if not node.children:
             same = [a for a in node.output if a.id in classes and a.dtype == key[0].dtype]
             if node is not fact and same:
-                found.append((path, node, same[0]))
+                found.append((node, same[0]))
             return
         if node.kind in _PASS or (node.kind == "Join" and node.join_type in ("Inner", "Cross")):
-            for i, c in enumerate(node.children):
-                visit(c, path + (i,))
+            for c in node.children:
+                visit(c)
 
-    visit(child, ())
+    visit(child)
     return found
 
 

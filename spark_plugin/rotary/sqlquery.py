@@ -84,7 +84,7 @@ def query(spark, sql_or_frame, batches: int = 20, seed: int = 0, order_seed: int
     except NotProgressive as e:
         LOG.warning("running the query exactly in one step: %s", e)
         return ExactQuery(frame, str(e), confidence)
-    layout, note, co_layouts = None, None, {}
+    layout, note, co_layouts = None, None, []
     if layouts is not False:
         from .layouts import default_root, find_layout, key_layout
 
@@ -92,10 +92,10 @@ def query(spark, sql_or_frame, batches: int = 20, seed: int = 0, order_seed: int
         layout, note = find_layout(spark, root, derivation, batches, seed)
         if layout is not None and list(layout.key) != [a.name for a in derivation.batch_key]:
             derivation = derive(plan, name=_name(sql_or_frame), batch_key=layout.key)
-        for path, leaf, attribute in derivation.co_batched:
+        for leaf, attribute in derivation.co_batched:
             co_layout = key_layout(root, leaf, (attribute.name,), batches, seed)
             if co_layout is not None:
-                co_layouts[path] = (leaf, co_layout)
+                co_layouts.append((leaf, co_layout))
     LOG.info("progressive: batching %s by %s into %d batches (%s)", derivation.fact_name,
              [a.name for a in derivation.batch_key] or "the whole row", batches,
              f"layout {layout.folder}" if layout else "hashed on the fly")
@@ -140,7 +140,7 @@ class ProgressiveSQL(ProgressiveQuery):
 
     def __init__(self, spark, frame, derivation, batches: int = 20, seed: int = 0, order_seed: int | None = None,
                  confidence: float = 0.95, growth: float = 4.0, layout=None, layout_note: str | None = None,
-                 co_layouts: dict | None = None):
+                 co_layouts: list | None = None):
         import random
 
         if not 0 < confidence < 1:
@@ -175,10 +175,10 @@ class ProgressiveSQL(ProgressiveQuery):
         if self.layout is None:
             self.notes.append(f"{derivation.fact_name} is not prepared: each Spark query hashes it into batches "
                               "on the fly and scans it whole (slower; prepare it to read one batch's files)")
-        #: path under the aggregate's child -> (leaf, Layout) of the tables read by the same batches
-        self.co_layouts = co_layouts or {}
+        #: (leaf, Layout) of the tables read by the same batches as the fact table
+        self.co_layouts = co_layouts or []
         self._leaf_frames: dict = {}  # (layout folder, id(leaf)) -> Layout.leaf_frame
-        for leaf, co_layout in self.co_layouts.values():
+        for leaf, co_layout in self.co_layouts:
             self.notes.append(f"{describe(leaf)} is read by the same batches (prepared by "
                               f"{', '.join(co_layout.key)})")
 
@@ -208,8 +208,8 @@ class ProgressiveSQL(ProgressiveQuery):
         batch = sqlplan.items(rplan.output())[-1]
         reads = {id(leaf): self._subquery_read(leaf, batch_ids) for _, leaves in d.subquery_sites for leaf in leaves}
         sites = {depth: reads for depth, _ in d.subquery_sites}
-        others = {path: _without_batch(jvm, self._layout_batches(layout, leaf, batch_ids))
-                  for path, (leaf, layout) in self.co_layouts.items()}
+        others = {id(leaf): _without_batch(jvm, self._layout_batches(layout, leaf, batch_ids))
+                  for leaf, layout in self.co_layouts}
         child = _rebuild(jvm, d.aggregate.children[0], d.fact_path, rplan, batch, sites, others=others)
         frame = _frame_of(self.spark, child)
         keys = [_column(jvm, e.jvm).alias(name) for name, e in d.keys]
@@ -309,17 +309,12 @@ def _rebuild(jvm, node, path, replacement, batch, sites=None, depth=0, others=No
     """``node`` (a sqlplan.Node) with the leaf at ``path`` replaced by ``replacement`` and the batch
     attribute appended to every projection between them (joins, filters and aliases pass it on); in the
     Filters at the depths of ``sites``, the subqueries' reads of the fact table are replaced as mapped; the
-    leaves at the paths of ``others`` (co-batched tables) by their plans."""
+    other leaves ``others`` maps (by id(), co-batched tables) by their plans."""
     if not path:
         return replacement
     others = others or {}
-    children = []
-    for i, child in enumerate(node.children):
-        below = {p[1:]: plan for p, plan in others.items() if p[0] == i}
-        if i == path[0]:
-            children.append(_rebuild(jvm, child, path[1:], replacement, batch, sites, depth + 1, below))
-        else:
-            children.append(_replaced(jvm, child, below))
+    children = [_rebuild(jvm, child, path[1:], replacement, batch, sites, depth + 1, others) if i == path[0]
+                else _with_leaves(jvm, child, others) for i, child in enumerate(node.children)]
     rebuilt = node.jvm.withNewChildren(sqlplan.seq(jvm, children))
     if sites and depth in sites:
         condition = _with_reads(jvm, node.exprs[0], sites[depth])
@@ -335,17 +330,6 @@ def _rebuild(jvm, node, path, replacement, batch, sites=None, depth=0, others=No
     return rebuilt
 
 
-def _replaced(jvm, node, plans: dict):
-    """``node`` with the leaves at the paths of ``plans`` replaced by their plans."""
-    if () in plans:
-        return plans[()]
-    if not plans:
-        return node.jvm
-    return node.jvm.withNewChildren(sqlplan.seq(jvm, [
-        _replaced(jvm, child, {p[1:]: plan for p, plan in plans.items() if p[0] == i})
-        for i, child in enumerate(node.children)]))
-
-
 def _with_reads(jvm, e, reads: dict):
     """Expression ``e`` (a sqlplan.Expr) with the leaves of its subquery plans replaced as ``reads`` maps them
     (by the id() of the leaf's sqlplan.Node)."""
@@ -357,9 +341,21 @@ def _with_reads(jvm, e, reads: dict):
 
 
 def _with_leaves(jvm, node, reads: dict):
+    """``node`` with the leaves ``reads`` maps (by the id() of their sqlplan.Node) replaced by their plans; a
+    subtree holding none is returned as it is, without rebuilding it through py4j."""
     if not node.children:
         return reads.get(id(node), node.jvm)
+    if not any(id(leaf) in reads for leaf in _leaves(node)):
+        return node.jvm
     return node.jvm.withNewChildren(sqlplan.seq(jvm, [_with_leaves(jvm, c, reads) for c in node.children]))
+
+
+def _leaves(node):
+    """The leaves under ``node`` through its children (not inside its expressions' subqueries)."""
+    if not node.children:
+        yield node
+    for child in node.children:
+        yield from _leaves(child)
 
 
 class ExactQuery:

@@ -264,7 +264,7 @@ def test_layouts_prepared_for_queries_are_one_per_table_and_key_and_each_query_r
         job = rotary.progressive_query(spark, sql, batches=BATCHES, layouts=root)
         assert job.layout is not None and job.layout.key == (("l_suppkey",) if name == "correlated-on-key"
                                                              else ("l_orderkey",))
-        co_batched[name] = sorted(layout.key for _, layout in job.co_layouts.values())
+        co_batched[name] = sorted(layout.key for _, layout in job.co_layouts)
         final = list(job)[-1]
         assert_same_answer(final.result, spark.sql(sql).toPandas(), ordered=" order by " in sql)
     assert co_batched == {"groups-by-key": [("o_orderkey",)], "self-join": [("l_orderkey",)],
