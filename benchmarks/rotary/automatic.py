@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import logging
 import time
+from statistics import median
 
 from benchmarks.common import result_path, run_metadata, write_json
 
@@ -83,8 +84,8 @@ def main(argv=None) -> int:
     if progressive:
         summary.update(first_ratio_max=max(r["first_ratio"] for r in progressive),
                        final_ratio_max=max(r["final_ratio"] for r in progressive),
-                       first_ratio_median=_median([r["first_ratio"] for r in progressive]),
-                       final_ratio_median=_median([r["final_ratio"] for r in progressive]))
+                       first_ratio_median=median([r["first_ratio"] for r in progressive]),
+                       final_ratio_median=median([r["final_ratio"] for r in progressive]))
     suffix = "-prepared" if args.layouts else ""
     path = write_json(result_path("rotary", f"automatic-sf{args.sf:g}{suffix}.json", meta),
                       {"meta": meta, "sf": args.sf, "batches": args.batches, "prepared": prepared,
@@ -113,7 +114,7 @@ def measure(spark, q: int, sql: str, args) -> dict:
                 timing["plain_s"] = time.perf_counter() - start
                 continue
             job = rotary.progressive_query(spark, sql, batches=args.batches,
-                                           layouts=args.layouts if args.layouts else False)
+                                           layouts=args.layouts or False)
             snapshots = []
             for snapshot in job:
                 snapshots.append(snapshot)
@@ -136,17 +137,11 @@ def measure(spark, q: int, sql: str, args) -> dict:
     record["notes"] = list(snapshots[-1].notes)
     record["equal"] = "difference" not in record
     for field in ("first_s", "final_s", "plain_s"):
-        record[field] = round(_median([t[field] for t in rounds]), 3)
-    record["first_ratio"] = round(_median([t["first_s"] / t["plain_s"] for t in rounds]), 3)
-    record["final_ratio"] = round(_median([t["final_s"] / t["plain_s"] for t in rounds]), 3)
+        record[field] = round(median([t[field] for t in rounds]), 3)
+    record["first_ratio"] = round(median([t["first_s"] / t["plain_s"] for t in rounds]), 3)
+    record["final_ratio"] = round(median([t["final_s"] / t["plain_s"] for t in rounds]), 3)
     record["rounds"] = rounds
     return record
-
-
-def _median(values):
-    import statistics
-
-    return statistics.median(values)
 
 
 if __name__ == "__main__":

@@ -193,13 +193,18 @@ def _register_views(spark, views) -> None:
         spark.read.parquet(str(Path(path).expanduser())).createOrReplaceTempView(name.strip())
 
 
-def _check_numbers(args) -> None:
-    """The master URL, batch count, confidence and window of a ``run`` or ``sql`` command."""
+def _check_master_and_batches(args) -> None:
+    """The master URL and batch count of a ``run``, ``sql`` or ``prepare`` command."""
     if not _MASTER.fullmatch(args.master):
         raise UsageError(f"--master {args.master!r} is not a Spark master URL: use local[*], local[N], "
                          "local-cluster[E,C,M] or spark://host:port")
     if args.batches < 2:
         raise UsageError(f"--batches must be a whole number >= 2, got {args.batches}")
+
+
+def _check_numbers(args) -> None:
+    """The master URL, batch count, confidence and window of a ``run`` or ``sql`` command."""
+    _check_master_and_batches(args)
     if not 0 < args.confidence < 1:
         raise UsageError(f"--confidence must lie between 0 and 1 (exclusive), got {args.confidence:g}; e.g. 0.95")
     if args.window < 2:
@@ -349,10 +354,7 @@ def check_prepare(args) -> None:
                          "--query SQL with --table NAME=PATH for the tables it reads")
     elif not Path(args.table).expanduser().exists():
         raise UsageError(f"prepare: {args.table} does not exist; give the table's Parquet file or folder")
-    if args.batches < 2:
-        raise UsageError(f"--batches must be a whole number >= 2, got {args.batches}")
-    if not _MASTER.fullmatch(args.master):
-        raise UsageError(f"--master {args.master!r} is not a Spark master URL: use local[*] or local[N]")
+    _check_master_and_batches(args)
 
 
 def run_prepare(args) -> int:
@@ -373,7 +375,8 @@ def run_prepare(args) -> int:
 
             def progress(table, key, done, total):
                 name = f"batches of {table} by {','.join(key)}"
-                tasks.setdefault(name, bar.add_task(name, total=total))
+                if name not in tasks:  # one bar per layout (setdefault would add a bar at every call)
+                    tasks[name] = bar.add_task(name, total=total)
                 bar.update(tasks[name], completed=done)
 
             if args.query:
