@@ -25,14 +25,15 @@ from benchmarks.common import result_path, run_metadata, write_json
 TABLES = ("customer", "lineitem", "nation", "orders", "part", "partsupp", "region", "supplier")
 
 
-def tpch_session(sf: float, master: str, app: str):
+def tpch_session(sf: float, master: str, app: str, driver_memory: str = "2g", shuffle_partitions: int = 4):
     """A local session with the TPC-H tables of scale factor ``sf`` as temporary views, and its conf."""
     from pyspark.sql import SparkSession
 
     from benchmarks.tpch.data import default_root, ensure_dataset
 
     data = ensure_dataset(default_root(), sf, 1)
-    conf = {"spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false", "spark.driver.memory": "2g",
+    conf = {"spark.sql.shuffle.partitions": str(shuffle_partitions), "spark.ui.enabled": "false",
+            "spark.driver.memory": driver_memory,
             "spark.ui.showConsoleProgress": "false"}
     builder = SparkSession.builder.master(master).appName(app)
     for key, value in conf.items():
@@ -55,6 +56,10 @@ def main(argv=None) -> int:
                                           "apart, reused when already there) and read them; default: unprepared")
     parser.add_argument("--rounds", type=int, default=1, help="runs of each query, progressive and plain side by "
                                                               "side, alternating which goes first (default 1)")
+    parser.add_argument("--driver-memory", default="2g", help="the local application's memory (default 2g; "
+                                                                 "SF 10 wants about 12g)")
+    parser.add_argument("--shuffle-partitions", type=int, default=4,
+                        help="spark.sql.shuffle.partitions for both paths (default 4; about 2 per GB of data)")
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error("--rounds must be >= 1")
@@ -62,7 +67,8 @@ def main(argv=None) -> int:
     from benchmarks.tpch.queries import parse_selection, query_text
     from spark_plugin.rotary.layouts import prepare_for
 
-    spark, conf = tpch_session(args.sf, args.master, "rotary-automatic")
+    spark, conf = tpch_session(args.sf, args.master, "rotary-automatic", args.driver_memory,
+                                args.shuffle_partitions)
     meta = run_metadata({**conf, "master": args.master})
     selection = parse_selection(args.queries)
     prepared = None
