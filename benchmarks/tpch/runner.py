@@ -76,7 +76,7 @@ class ModeWorker:
     def __init__(self, mode: str, cfg: RunConfig, dataset: Path, log_path: Path):
         self.mode, self.log_path = mode, log_path
         cmd = [sys.executable, "-m", "benchmarks.tpch.worker", "--mode", mode, "--master", cfg.master_url(),
-               "--dataset", str(dataset)]
+               "--dataset", str(dataset), "--queries", ",".join(map(str, cfg.queries)), "--sf", f"{cfg.sf:g}"]
         for key, value in cfg.session_conf().items():
             cmd += ["--conf", f"{key}={value}"]
         self._log = open(log_path, "w")

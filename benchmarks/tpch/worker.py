@@ -26,6 +26,7 @@ from decimal import Decimal
 
 from .data import table_paths
 from .modes import MODES, PROGRESSIVE_MODES
+from .queries import query_text
 
 PREFIX = "TPCH "
 
@@ -89,7 +90,7 @@ def query_metrics(records: dict) -> dict:
 
 def serve(spark, mode: str, inp, out, progressive=None) -> None:
     """Answer requests from ``inp`` until a stop request or end of input (progressively where
-    ``progressive``, a :class:`~.progressive.ProgressiveAnswers`, supports the query)."""
+    ``progressive``, a :class:`~.progressive.ProgressiveAnswers`, is given)."""
     import spark_plugin
 
     tm = spark_plugin.telemetry(spark) if MODES[mode] is not None else None
@@ -115,8 +116,8 @@ def run_query(spark, tm, request: dict, progressive=None) -> dict:
     t0 = time.perf_counter()
     mark = tm.mark() if tm else 0
     t1 = time.perf_counter()
-    if progressive is not None and progressive.supports(query):
-        columns, rows, extra = progressive.answer(query)
+    if progressive is not None:
+        columns, rows, extra = progressive.answer(query, request["sql"])
     else:
         df = spark.sql(request["sql"])
         columns, rows, extra = df.columns, df.collect(), {}
@@ -136,6 +137,9 @@ def main(argv=None) -> int:
     parser.add_argument("--master", required=True)
     parser.add_argument("--dataset", required=True)
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--queries", default="", help="the run's queries, comma-separated (a progressive mode "
+                                                      "prepares the tables they read before it is ready)")
+    parser.add_argument("--sf", type=float, default=1.0, help="the data set's scale factor (in its queries' text)")
     args = parser.parse_args(argv)
     conf = dict(item.split("=", 1) for item in args.conf)
     spark = start_session(args.mode, args.master, conf)
@@ -145,7 +149,7 @@ def main(argv=None) -> int:
     if args.mode in PROGRESSIVE_MODES:
         from .progressive import ProgressiveAnswers
 
-        progressive = ProgressiveAnswers(spark, args.dataset)
+        progressive = ProgressiveAnswers(spark, args.dataset, [query_text(int(q), args.sf) for q in args.queries.split(",") if q])
     sys.stdout.write(PREFIX + json.dumps({"ready": True, "app_id": spark.sparkContext.applicationId}) + "\n")
     sys.stdout.flush()
     try:

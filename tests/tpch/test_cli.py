@@ -165,13 +165,13 @@ def test_the_headline_says_what_each_feature_buys_with_an_interval():
 
 @pytest.mark.spark
 @pytest.mark.integration
-def test_the_rotary_mode_answers_progressively_what_it_supports_and_the_rest_as_sql(harness_runs):
+def test_the_rotary_mode_answers_the_plain_queries_progressively_where_it_can_and_the_rest_exactly(harness_runs):
     returncode, stderr, out = finished(harness_runs, "rotary")
     assert returncode == 0, stderr[-4000:]
     data = json.loads((out / "results.json").read_text())
     q2, q6 = (data["queries"][q]["modes"]["rotary"] for q in ("2", "6"))
     assert q2["validated"] and q6["validated"]  # Q6's final progressive answer equals DuckDB's
-    assert "progressive" not in q2  # Q2 has no progressive spec: plain SQL
+    assert "progressive" not in q2  # Q2 has no aggregate: it runs exactly in one step
     times = q6["progressive_median_s"]
     assert 0 < times["first_s"] <= times["accuracy95_s"] <= times["final_s"] <= q6["median_s"]
     assert all(0 < run["quarter_accuracy"] <= 1 for run in q6["progressive"])  # after 5 of 20 batches
