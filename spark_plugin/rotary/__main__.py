@@ -9,7 +9,8 @@
 ``run`` redraws the estimate (value ± half-width of its interval) after every batch, with the
 fraction processed, the elapsed time and the envelope accuracy, and stops when the criterion is
 met (``--until``; default: every batch). ``--checkpoint DIR`` saves the state when it stops;
-``--resume DIR`` continues a saved run. ``sql`` runs any plain aggregate query over your own tables, its
+``--resume DIR`` continues a saved run (``sql`` too: the query and its ``--table`` views come from the
+checkpoint, and a table that changed since is refused). ``sql`` runs any plain aggregate query over your own tables, its
 progressive form derived from Spark's analysis of it; one it cannot batch runs exactly and says why.
 ``prepare`` splits a table into random batches once (resumable), by a key you name or, given queries
 (``--query``), each fact table by the key its queries need; ``sql`` reads the layouts it finds.
@@ -83,6 +84,8 @@ def check(args):
             state = read_state(args.resume)
         except ValueError as e:
             raise UsageError(f"--resume {e}; give a folder written by --checkpoint") from None
+        if "sql" in state:
+            raise UsageError(f"--resume {args.resume} holds a plain query's run: continue it with sql --resume")
         try:
             load(state["query"])
             check_data(state["data"])
@@ -152,14 +155,31 @@ def run(args, criterion=None) -> int:
 
 
 def check_sql(args):
-    """Check a ``sql`` command's arguments that need no Spark; return the parsed criterion (or None)."""
-    if not args.query.strip():
+    """Check a ``sql`` command's arguments that need no Spark; return the parsed criterion (or None). A
+    ``--resume`` takes its query, and its ``--table`` views unless given again, from the checkpoint."""
+    from .engine import read_state
+
+    if args.resume:
+        try:
+            state = read_state(Path(args.resume).expanduser())
+        except ValueError as e:
+            raise UsageError(f"--resume {e}; give a folder written by sql --checkpoint") from None
+        if "sql" not in state:
+            raise UsageError(f"--resume {args.resume} holds a TPC-H spec's run: continue it with run --resume")
+        if args.query and " ".join(args.query.split()) != " ".join(state["sql"].split()):
+            raise UsageError(f"--resume {args.resume} continues its own query; leave the query out (or run it "
+                             "from the start without --resume)")
+        args.query = state["sql"]
+        args.table = args.table or state.get("context", {}).get("tables")
+    if not (args.query or "").strip():
         raise UsageError("sql needs a query, e.g. sql \"select l_returnflag, sum(l_quantity) from lineitem group "
                          "by l_returnflag\" --table lineitem=/data/lineitem")
     _check_numbers(args)
     _check_views(args.table)
     if args.plot:
         _check_plot(Path(args.plot).expanduser())
+    if args.checkpoint:
+        _check_writable_folder(Path(args.checkpoint).expanduser())
     return _criterion(args)
 
 
@@ -245,7 +265,7 @@ def run_sql(args, criterion=None) -> int:
 
     from . import criteria
     from .accuracy import Envelope
-    from .sqlquery import ExactQuery, QueryError, query
+    from .sqlquery import ExactQuery, QueryError, query, resume
 
     spark = spark_plugin.session(args.master, features=[], conf={"spark.ui.showConsoleProgress": "false"})
     spark.sparkContext.setLogLevel(args.log_level)
@@ -253,8 +273,9 @@ def run_sql(args, criterion=None) -> int:
         _register_views(spark, args.table)
         logging.getLogger("SQLQueryContextLogger").disabled = True  # pyspark would print the error as JSON too
         try:
-            job = query(spark, args.query, args.batches, args.seed, confidence=args.confidence,
-                        layouts=args.layouts)
+            job = (resume(spark, Path(args.resume).expanduser()) if args.resume
+                   else query(spark, args.query, args.batches, args.seed, confidence=args.confidence,
+                              layouts=args.layouts))
         except QueryError as e:
             raise QueryError(f"{e} (on this command line: --table NAME=PATH registers a Parquet folder)") from None
         exact = isinstance(job, ExactQuery)
@@ -273,6 +294,10 @@ def run_sql(args, criterion=None) -> int:
                     console.print(f"{criterion}: {criterion.status(progress)}")
                     break
         job.close()
+        if args.checkpoint and exact:
+            console.print(f"no checkpoint: {job.reason}, so it ran exactly in one step")
+        elif args.checkpoint:
+            console.print(f"checkpoint: {job.checkpoint(Path(args.checkpoint).expanduser(), {'tables': args.table})}")
         if args.plot and exact:
             console.print(f"no plot: {job.reason}, so there is one exact answer and nothing converging")
         elif args.plot:
@@ -299,6 +324,8 @@ def _run_options(parser) -> None:
     parser.add_argument("--window", type=int, default=3, help="envelope window (default 3)")
     parser.add_argument("--until", help="a completion criterion, e.g. 'UNTIL ACC >= 0.95 WITHIN 60 SECONDS'")
     parser.add_argument("--master", default="local[*]")
+    parser.add_argument("--checkpoint", help="save the state here when the run stops")
+    parser.add_argument("--resume", help="continue from a checkpoint folder")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -310,13 +337,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("query", nargs="?", help="TPC-H query number or a spec file")
     r.add_argument("--data", help="TPC-H Parquet folder (one sub-folder per table)")
     _run_options(r)
-    r.add_argument("--checkpoint", help="save the state here when the run stops")
-    r.add_argument("--resume", help="continue from a checkpoint folder")
     r.add_argument("--log-level", default="FATAL", type=str.upper, choices=LOG_LEVELS,
                    help="Spark's log level once it runs (default FATAL: errors reach you as one line; WARN or "
                         "INFO to see Spark's own messages)")
     q = sub.add_parser("sql", help="run a plain aggregate query over your own tables progressively")
-    q.add_argument("query", help="the SQL text; tables are catalog tables, --table views or parquet.`path`")
+    q.add_argument("query", nargs="?", help="the SQL text; tables are catalog tables, --table views or "
+                                            "parquet.`path` (left out with --resume)")
     q.add_argument("--table", action="append", metavar="NAME=PATH",
                    help="register a Parquet file or folder as temporary view NAME (repeatable)")
     q.add_argument("--layouts", help="folder of prepared batch layouts (see `prepare`; default "

@@ -296,21 +296,20 @@ class ProgressiveQuery:
         return RunningTotals(self.spec.keys, self.spec.check_partials(list(partials.columns)), dict(self.spec.kinds))
 
     # -- checkpoint and resume ---------------------------------------------------------------
-    def checkpoint(self, path) -> Path:
+    def checkpoint(self, path, context: dict | None = None) -> Path:
         """Write the running state and batch cursor to folder ``path`` (replaced atomically).
 
         Batches computed but not yet delivered (:attr:`batches_ready`) are not written: a resumed query
-        computes them again. :class:`.suspension.SuspendableQuery` delivers them first."""
+        computes them again. :class:`.suspension.SuspendableQuery` delivers them first. ``context``, any
+        JSON-able dict, is kept with the state for the caller (:func:`read_state` returns it)."""
         path = Path(path)
         tmp = path.with_name(path.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        state = {"query": str(self.spec.path if not str(self.query).isdigit() else int(self.query)),
-                 "data": str(self.data.data), "batches": self.batches, "seed": self.data.seed,
-                 "order_seed": self.order_seed, "order": self.order, "confidence": self.confidence,
-                 "growth": self.growth,
+        state = {**self._source(), "batches": self.batches, "order_seed": self.order_seed, "order": self.order,
+                 "confidence": self.confidence, "growth": self.growth,
                  "batches_done": self.batches_done, "elapsed_s": self.elapsed_s,
-                 "totals": self._totals.totals if self._totals else None}
+                 "totals": self._totals.totals if self._totals else None, "context": context or {}}
         if self._totals:
             self._totals.save(tmp / TOTALS_FILE)
         (tmp / STATE_FILE).write_text(json.dumps(state, indent=1))
@@ -318,20 +317,31 @@ class ProgressiveQuery:
         tmp.rename(path)
         return path
 
+    def _source(self) -> dict:
+        """What a resumed run rebuilds the query from: its spec and batched data."""
+        return {"query": str(self.spec.path if not str(self.query).isdigit() else int(self.query)),
+                "data": str(self.data.data), "seed": self.data.seed}
+
     @classmethod
     def resume(cls, spark, path) -> "ProgressiveQuery":
         """A query continued from checkpoint folder ``path``."""
         path = Path(path)
         state = read_state(path)
+        if "query" not in state:
+            raise ValueError(f"{path} holds a plain query's run: resume it with rotary.sqlquery.resume")
         job = cls(spark, state["query"], state["data"], state["batches"], state["seed"], state["order_seed"],
                   state["confidence"], state.get("growth", 4.0))
-        if job.order != state["order"]:
-            raise ValueError(f"{path}: the checkpoint's batch order does not match its seed")
-        job.elapsed_s = state["elapsed_s"]
-        if state["totals"] is not None:
-            job._totals = RunningTotals(job.spec.keys, state["totals"])
-            job._totals.load(path / TOTALS_FILE, state["batches_done"])
+        job._restore(state, path)
         return job
+
+    def _restore(self, state: dict, path: Path) -> None:
+        """Continue from a checkpoint's ``state`` (read from folder ``path``) on this freshly built query."""
+        if self.order != state["order"]:
+            raise ValueError(f"{path}: the checkpoint's batch order does not match its seed")
+        self.elapsed_s = state["elapsed_s"]
+        if state["totals"] is not None:
+            self._totals = RunningTotals(self.spec.keys, state["totals"], dict(self.spec.kinds))
+            self._totals.load(path / TOTALS_FILE, state["batches_done"])
 
 
 def read_state(path) -> dict:
@@ -341,7 +351,8 @@ def read_state(path) -> dict:
         state = json.loads((path / STATE_FILE).read_text())
     except (OSError, ValueError) as e:
         raise ValueError(f"{path} is not a progressive query checkpoint: {e}") from None
-    missing = [k for k in ("query", "data", "batches", "seed", "order_seed", "confidence", "order", "elapsed_s",
+    source = ("sql",) if "sql" in state else ("query", "data")
+    missing = [k for k in (*source, "batches", "seed", "order_seed", "confidence", "order", "elapsed_s",
                            "totals", "batches_done") if k not in state]
     if missing:
         raise ValueError(f"{path} is not a progressive query checkpoint: {STATE_FILE} lacks {missing}")

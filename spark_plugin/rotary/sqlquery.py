@@ -75,21 +75,60 @@ def query(spark, sql_or_frame, batches: int = 20, seed: int = 0, order_seed: int
         One line naming the problem when Spark cannot analyze the query (an unknown table or column, a
         syntax error).
     """
+    return _query(spark, sql_or_frame, batches, seed, order_seed, confidence, growth, layouts)
+
+
+def resume(spark, path) -> "ProgressiveSQL":
+    """A plain query's run continued from checkpoint folder ``path`` (:meth:`ProgressiveSQL.checkpoint`), in
+    ``spark``, whose tables and temporary views must resolve the query as when it was checkpointed.
+
+    Raises
+    ------
+    QueryError
+        One line when the query no longer analyzes, no longer runs progressively or by the same batches,
+        or a table it reads changed since the checkpoint (rerun it from the start then).
+    """
+    from pathlib import Path
+
+    from .engine import read_state
+
+    path = Path(path).expanduser()
+    state = read_state(path)
+    if "sql" not in state:
+        raise QueryError(f"{path} holds a TPC-H spec's run, not a plain query's: resume it with "
+                         "ProgressiveQuery.resume (or the run command's --resume)")
+    job = _query(spark, state["sql"], state["batches"], state["seed"], state["order_seed"], state["confidence"],
+                 state["growth"], state["layouts"], batch_key=tuple(state["batch_key"]))
+    if not isinstance(job, ProgressiveSQL) or [a.name for a in job.derivation.batch_key] != state["batch_key"]:
+        raise QueryError(f"{path}: the query no longer runs by the batches it was checkpointed with; run it from "
+                         "the start")
+    if job.tables_digest() != state["tables"]:
+        raise QueryError(f"{path}: a table the query reads changed since the checkpoint (new, removed or changed "
+                         "files); its running totals would mix two versions: run the query from the start")
+    job._restore(state, path)
+    return job
+
+
+def _query(spark, sql_or_frame, batches, seed, order_seed, confidence, growth, layouts, batch_key=None):
+    """:func:`query`; ``batch_key`` (a resumed run's) imposes the batching key and a layout by exactly it."""
     if not isinstance(batches, int) or batches < 2:
         raise ValueError(f"batches must be a whole number >= 2, not {batches!r}")
     frame = _frame(spark, sql_or_frame)
     plan = sqlplan.analyzed(frame)
     try:
-        derivation = derive(plan, name=_name(sql_or_frame))
+        derivation = derive(plan, name=_name(sql_or_frame), batch_key=batch_key or None)
     except NotProgressive as e:
         LOG.warning("running the query exactly in one step: %s", e)
         return ExactQuery(frame, str(e), confidence)
-    layout, note, co_layouts = None, None, []
+    layout, note, co_layouts, root = None, None, [], False
     if layouts is not False:
         from .layouts import default_root, find_layout, key_layout
 
         root = default_root() if layouts is None else layouts
-        layout, note = find_layout(spark, root, derivation, batches, seed)
+        if batch_key is not None:
+            layout = key_layout(root, derivation.fact, tuple(batch_key), batches, seed)
+        else:
+            layout, note = find_layout(spark, root, derivation, batches, seed)
         if layout is not None and list(layout.key) != [a.name for a in derivation.batch_key]:
             derivation = derive(plan, name=_name(sql_or_frame), batch_key=layout.key)
         for leaf, attribute in derivation.co_batched:
@@ -101,7 +140,8 @@ def query(spark, sql_or_frame, batches: int = 20, seed: int = 0, order_seed: int
              f"layout {layout.folder}" if layout else "hashed on the fly")
     return ProgressiveSQL(spark, frame, derivation, batches=batches, seed=seed, order_seed=order_seed,
                           confidence=confidence, growth=growth, layout=layout, layout_note=note,
-                          co_layouts=co_layouts)
+                          co_layouts=co_layouts, sql=sql_or_frame if isinstance(sql_or_frame, str) else None,
+                          layouts_root=root)
 
 
 def _name(sql_or_frame) -> str:
@@ -140,7 +180,7 @@ class ProgressiveSQL(ProgressiveQuery):
 
     def __init__(self, spark, frame, derivation, batches: int = 20, seed: int = 0, order_seed: int | None = None,
                  confidence: float = 0.95, growth: float = 4.0, layout=None, layout_note: str | None = None,
-                 co_layouts: list | None = None):
+                 co_layouts: list | None = None, sql: str | None = None, layouts_root=False):
         import random
 
         if not 0 < confidence < 1:
@@ -151,6 +191,8 @@ class ProgressiveSQL(ProgressiveQuery):
         self.spark = spark.newSession()  # the plan is resolved: its own SQL conf, the same tables
         self.spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
         self.query, self.frame, self.derivation = _name_of(frame), frame, derivation
+        self.sql = sql  # the text a checkpoint resumes from (None for a DataFrame)
+        self.layouts_root = layouts_root  # where its layouts were looked up (False: none)
         self.spec = derivation.spec
         if derivation.constants:  # uncorrelated scalar subqueries of HAVING: computed once, exactly
             import dataclasses
@@ -249,9 +291,30 @@ class ProgressiveSQL(ProgressiveQuery):
         frame = _frame_of(self.spark, leaf.jvm).where(batch.isin([int(b) for b in batch_ids]))
         return frame._jdf.queryExecution().analyzed()
 
-    def checkpoint(self, path):
-        raise NotImplementedError("checkpoints of plain queries are not supported yet: run TPC-H specs to "
-                                  "checkpoint, or run the query to its end")
+    def checkpoint(self, path, context: dict | None = None):
+        """Write the running state to folder ``path`` (see :meth:`.engine.ProgressiveQuery.checkpoint`);
+        :func:`resume` continues it. A query given as a DataFrame cannot be rebuilt from a file: QueryError."""
+        if self.sql is None:
+            raise QueryError("a query given as a DataFrame cannot be checkpointed (there is no text to rebuild "
+                             "it from); give the query as SQL text over tables or temporary views")
+        return super().checkpoint(path, context)
+
+    def _source(self) -> dict:
+        return {"sql": self.sql, "seed": self.seed, "batch_key": [a.name for a in self.derivation.batch_key],
+                "layouts": False if self.layouts_root is False else str(self.layouts_root),
+                "tables": self.tables_digest()}
+
+    def tables_digest(self) -> str:
+        """A digest of every file the query's tables read (path, size, modification time): a checkpoint
+        resumes only over the same data."""
+        import hashlib
+        import json
+
+        from .layouts import table_files
+
+        files = {node.source: table_files(node) for node in sqlplan.analyzed(self.frame).walk()
+                 if not node.children and node.source.startswith("files:")}
+        return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
 
 
 def _without_batch(jvm, frame):

@@ -30,15 +30,24 @@ def test_prepare_and_plot_arguments_are_checked_before_spark_starts(tmp_path):
     assert plot.returncode == 2 and "ending in .png" in plot.stderr
     nowhere = _cli("sql", "select 1", "--plot", str(tmp_path / "missing" / "converge.png"))
     assert nowhere.returncode == 2 and "not a writable folder" in nowhere.stderr
+    no_checkpoint = _cli("sql", "--resume", str(tmp_path))
+    assert no_checkpoint.returncode == 2 and "is not a progressive query checkpoint" in no_checkpoint.stderr
+    assert no_checkpoint.stderr.count("\n") == 1
 
 
 @pytest.mark.spark
-def test_a_plain_query_runs_to_its_exact_answer_and_an_unknown_table_is_one_line(tmp_path):
+def test_a_plain_query_stops_checkpoints_resumes_to_its_exact_answer_and_an_unknown_table_is_one_line(tmp_path):
     data = ensure_dataset(tmp_path / "tpch", 0.01, 1)
+    checkpoint = tmp_path / "checkpoint"
     run = _cli("sql", "select l_returnflag, sum(l_quantity) as q, max(l_tax) from lineitem group by l_returnflag",
-               "--table", f"lineitem={data / 'lineitem'}", "--batches", "4", "--master", "local[2]")
+               "--table", f"lineitem={data / 'lineitem'}", "--batches", "4", "--master", "local[2]",
+               "--until", "RUN FOR 2 EPOCHS", "--checkpoint", str(checkpoint))
     assert run.returncode == 0, run.stderr[-2000:]
-    assert "batch 4/4 (100%)" in run.stdout and "exact" in run.stdout and "no interval" in run.stdout
+    assert "batch 2/4 (50%)" in run.stdout and "checkpoint:" in run.stdout
+    resumed = _cli("sql", "--resume", str(checkpoint), "--master", "local[2]")  # query and --table: its own
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "batch 4/4 (100%)" in resumed.stdout and "exact" in resumed.stdout
+    assert "no interval" in resumed.stdout
     unknown = _cli("sql", "select count(*) from no_such_table", "--master", "local[2]")
     assert unknown.returncode == 2
     errors = [line for line in unknown.stderr.splitlines() if line.startswith("error:")]

@@ -295,3 +295,43 @@ def test_groups_near_a_having_threshold_are_flagged_until_the_answer_is_exact(sp
     assert any("within their interval of the threshold" in n for n in snapshots[1].notes)
     assert not any("within their interval" in n for n in snapshots[-1].notes)
     assert_same_answer(snapshots[-1].result, spark.sql(sql).toPandas(), ordered=False)
+
+
+@pytest.mark.parametrize("name", ["running", "join-having-top"])
+def test_a_checkpointed_query_resumes_to_the_snapshots_of_an_uninterrupted_run(spark, tables, name, tmp_path):
+    from spark_plugin.rotary.sqlquery import resume
+
+    sql = PROGRESSIVE[name].format(**tables)
+    whole = list(rotary.progressive_query(spark, sql, batches=BATCHES))
+    job = rotary.progressive_query(spark, sql, batches=BATCHES)
+    job.step(), job.step()
+    job.checkpoint(tmp_path / "cp", context={"tables": ["sales=/data/sales"]})
+    resumed = resume(spark, tmp_path / "cp")
+    assert resumed.batches_done == 2
+    rest = list(resumed)
+    assert [s.batch for s in rest] == [3, 4]
+    for got, expected in zip(rest, whole[2:]):
+        assert_same_answer(got.result, expected.result, ordered="order by" in sql)
+        pd.testing.assert_frame_equal(got.ci.reset_index(drop=True), expected.ci.reset_index(drop=True))
+    assert_same_answer(rest[-1].result, spark.sql(sql).toPandas(), ordered="order by" in sql)
+
+
+def test_a_checkpoint_does_not_resume_over_a_changed_table_or_from_a_dataframe(spark, tables, session_dir, tmp_path):
+    from spark_plugin.rotary.engine import read_state
+    from spark_plugin.rotary.sqlquery import resume
+
+    folder = session_dir / "checkpointed-sales"
+    spark.read.parquet(tables["sales_path"]).where("store < 5").write.parquet(str(folder))
+    job = rotary.progressive_query(spark, f"select store, sum(units) u from parquet.`{folder}` group by store",
+                                   batches=BATCHES)
+    job.step()
+    job.checkpoint(tmp_path / "cp", context={"note": "kept"})
+    assert read_state(tmp_path / "cp")["context"] == {"note": "kept"}
+    spark.read.parquet(tables["sales_path"]).where("store = 5").write.mode("append").parquet(str(folder))
+    with pytest.raises(QueryError, match="changed since the checkpoint.*from the start"):
+        resume(spark, tmp_path / "cp")
+    frame_job = rotary.progressive_query(spark, spark.table("sales").groupBy("store").sum("units"), batches=BATCHES)
+    frame_job.step()
+    with pytest.raises(QueryError, match="DataFrame cannot be checkpointed"):
+        frame_job.checkpoint(tmp_path / "cp2")
+    assert not (tmp_path / "cp2").exists()
