@@ -83,6 +83,9 @@ class Derivation:
     #: :func:`_co_batched`): a prepared layout of one by that attribute is read a chunk's batches at a time
     #: instead of whole.
     co_batched: list = field(default_factory=list)
+    #: Depths (on ``fact_path``) of the Filters whose subqueries read co-batched tables (see
+    #: :func:`_co_batched_in_subqueries`): their conditions are rebuilt with those reads replaced.
+    co_batched_filters: list = field(default_factory=list)
 
     @property
     def fact_name(self) -> str:
@@ -173,8 +176,11 @@ def derive(plan, name: str = "query", batch_key=None) -> Derivation:
     if whole_reads:
         notes.append(f"{describe(fact)} is also read whole {whole_reads} time(s) per Spark query (a self-join or a "
                      "subquery not correlated on the batching key): exact, but slower")
+    in_subqueries = _co_batched_in_subqueries(aggregate.children[0], path, fact, key, classes)
     return Derivation(spec, aggregate, fact, path, key, keys, builder.partials, labels, notes, sites,
-                      builder.constants, _co_batched(aggregate.children[0], fact, key, classes))
+                      builder.constants,
+                      _co_batched(aggregate.children[0], fact, key, classes) + [(l, a) for _, l, a in in_subqueries],
+                      sorted({depth for depth, _, _ in in_subqueries}))
 
 
 def _co_batched(child, fact, key, classes) -> list:
@@ -182,26 +188,62 @@ def _co_batched(child, fact, key, classes) -> list:
 
     A leaf qualifies when it has an attribute equal to the batching key on every row that reaches the
     aggregate (in the key's class, of the key's type, so it hashes alike) and is reached from the
-    aggregate's input through projections, filters and inner joins only: its rows whose attribute hashes
-    to another batch join only fact rows of that other batch, which the chunk leaves out anyway. (Under an
-    aggregate, a window or an outer join, dropping rows could change what the others see.) TPC-H: orders by
-    ``o_orderkey`` beside lineitem batched by ``l_orderkey``; a self-join's other side by the same key.
+    aggregate's input through projections, filters, inner joins and aggregates grouped by the key: its rows
+    whose attribute hashes to another batch join only fact rows of that other batch, which the chunk leaves
+    out anyway. The null-supplying side of an outer join qualifies through the join's own equalities with the
+    key: a row there whose attribute hashes elsewhere matches no kept row. (Under a window, or an aggregate not
+    grouped by the key, dropping rows could change what the others see.) TPC-H: orders by ``o_orderkey``
+    beside lineitem batched by ``l_orderkey``; a self-join's other side by the same key; orders by
+    ``o_custkey`` left-joined to customers batched by ``c_custkey`` (Q13).
     """
     if len(key) != 1:
         return []
     found = []
 
-    def visit(node):
+    def visit(node, cls):
         if not node.children:
-            same = [a for a in node.output if a.id in classes and a.dtype == key[0].dtype]
+            same = [a for a in node.output if a.id in cls and a.dtype == key[0].dtype]
             if node is not fact and same:
                 found.append((node, same[0]))
             return
         if node.kind in _PASS or (node.kind == "Join" and node.join_type in ("Inner", "Cross")):
             for c in node.children:
-                visit(c)
+                visit(c, cls)
+        elif node.kind == "Aggregate" and any(e.id in cls for e in node.exprs[:node.groups]):
+            visit(node.children[0], cls)
+        elif node.kind == "Join" and node.join_type in ("LeftOuter", "RightOuter") and node.exprs:
+            kept, supplied = (0, 1) if node.join_type == "LeftOuter" else (1, 0)
+            visit(node.children[kept], cls)
+            joined = set(cls)
+            for a, b in _equalities(node.exprs[0]):
+                joined |= {a.id, b.id} if (a.id in cls or b.id in cls) else set()
+            visit(node.children[supplied], joined)
 
-    visit(child)
+    visit(child, classes)
+    return found
+
+
+def _co_batched_in_subqueries(child, path, fact, key, classes) -> list:
+    """Other tables read in subqueries of the filters on the fact's path whose rows can be restricted to a
+    chunk's batches: (depth of the Filter on ``path``, leaf, attribute) for each read whose rows reach a
+    filter ``attribute = outer(a)`` in its subquery, with ``a`` equal to the batching key and ``attribute`` of
+    the key's type. Only the subquery rows with ``attribute`` equal to an outer row's key decide that row's
+    EXISTS, IN or scalar value, and they hash to the outer row's batch. TPC-H: lineitem by ``l_orderkey`` in
+    Q4's EXISTS over orders; orders by ``o_custkey`` in Q22's NOT EXISTS over customers."""
+    if len(key) != 1:
+        return []
+    found, node = [], child
+    for depth, step in enumerate(path + (None,)):
+        if node.kind == "Filter":
+            for e in node.exprs[0].walk():
+                for plan in e.plans:
+                    for read in (n for n in _tree(plan) if not n.children and n.source != fact.source):
+                        attribute = _correlated(plan, read, lambda a: a.dtype == key[0].dtype, classes)
+                        if attribute is not None:
+                            found.append((depth, read, attribute))
+        if step is None:
+            break
+        node = node.children[step]
     return found
 
 
@@ -580,7 +622,7 @@ def _subquery_sites(child, path, fact, others, key, classes):
                         values = tested.get(id(e), ())
                         keyed_in = (len(values) == 1 and values[0].kind == "AttributeReference"
                                     and values[0].id in classes and _keyed_output(plan, read, key[0].name))
-                        if keyed_in or _correlated(plan, read, key[0].name, classes):
+                        if keyed_in or _correlated(plan, read, lambda a: a.name == key[0].name, classes):
                             reads.append(read)
                             remaining.discard(id(read))
             if reads:
@@ -631,15 +673,16 @@ def _tree(plan):
         yield from _tree(c)
 
 
-def _correlated(plan, read, key_name: str, classes) -> bool:
-    """Whether ``read``'s rows reach a filter ``read.key = outer(a)`` with ``a`` in ``classes``."""
-    inner = {a.id for a in read.output if a.name == key_name}
+def _correlated(plan, read, which, classes):
+    """The attribute of ``read`` (one that ``which`` accepts) whose rows reach a filter ``attribute =
+    outer(a)`` with ``a`` in ``classes``, or None."""
+    inner = {a.id: a for a in read.output if which(a)}
     for node in _tree(plan):
         if node.kind == "Filter" and any(read is leaf for leaf, _, g in _linear_leaves(node) if not g):
             for a, b in _equalities(node.exprs[0], outer=True):
                 if a.id in inner and b.id in classes:
-                    return True
-    return False
+                    return inner[a.id]
+    return None
 
 
 def _batch_key(child, fact, path, forced=None):

@@ -248,10 +248,11 @@ class ProgressiveSQL(ProgressiveQuery):
         replacement = self._replacement([int(b) for b in batch_ids])
         rplan = replacement._jdf.queryExecution().analyzed()
         batch = sqlplan.items(rplan.output())[-1]
-        reads = {id(leaf): self._subquery_read(leaf, batch_ids) for _, leaves in d.subquery_sites for leaf in leaves}
-        sites = {depth: reads for depth, _ in d.subquery_sites}
         others = {id(leaf): _without_batch(jvm, self._layout_batches(layout, leaf, batch_ids))
                   for leaf, layout in self.co_layouts}
+        reads = {id(leaf): self._subquery_read(leaf, batch_ids) for _, leaves in d.subquery_sites for leaf in leaves}
+        reads.update(others)  # co-batched tables read in subqueries are replaced alike
+        sites = {depth: reads for depth in {depth for depth, _ in d.subquery_sites} | set(d.co_batched_filters)}
         child = _rebuild(jvm, d.aggregate.children[0], d.fact_path, rplan, batch, sites, others=others)
         frame = _frame_of(self.spark, child)
         keys = [_column(jvm, e.jvm).alias(name) for name, e in d.keys]

@@ -87,6 +87,13 @@ PROGRESSIVE = {
                             select c_custkey, count(o_orderkey) as c_count from customer left outer join orders
                             on c_custkey = o_custkey and o_comment not like '%special%requests%' group by c_custkey
                         ) as c_orders group by c_count order by custdist desc, c_count desc""",
+    "exists-other-table": """select o_orderpriority, count(*) as order_count from orders
+                             where o_orderdate >= date '1993-07-01' and exists (
+                                 select * from lineitem where l_orderkey = o_orderkey and l_commitdate < l_receiptdate)
+                             group by o_orderpriority order by o_orderpriority""",
+    "not-exists-other-table": """select c_mktsegment, count(*) as n, sum(c_acctbal) as bal from customer
+                                 where c_acctbal > 0 and not exists (select * from orders where o_custkey = c_custkey)
+                                 group by c_mktsegment""",
     "in-grouped-by-key": """select o_orderstatus, count(*) as n, sum(l_quantity) as q from orders, lineitem
                             where o_orderkey = l_orderkey and o_orderkey in (
                                 select l_orderkey from lineitem group by l_orderkey having sum(l_quantity) > 150)
@@ -335,3 +342,22 @@ def test_a_checkpoint_does_not_resume_over_a_changed_table_or_from_a_dataframe(s
     with pytest.raises(QueryError, match="DataFrame cannot be checkpointed"):
         frame_job.checkpoint(tmp_path / "cp2")
     assert not (tmp_path / "cp2").exists()
+
+
+def test_tables_in_outer_joins_and_correlated_subqueries_are_read_by_the_same_batches(spark, tables, session_dir):
+    from spark_plugin.rotary.layouts import prepare_for
+
+    root = session_dir / "layouts-subqueries"
+    expected = {"nested-by-key": ("orders", "o_custkey"), "exists-other-table": ("lineitem", "l_orderkey"),
+                "not-exists-other-table": ("orders", "o_custkey")}
+    prepare_for(spark, [PROGRESSIVE[name] for name in expected], batches=BATCHES, root=root)
+    for name, (table, key) in expected.items():
+        sql = PROGRESSIVE[name]
+        job = rotary.progressive_query(spark, sql, batches=BATCHES, layouts=root)
+        assert [(layout.source.rsplit("/", 1)[-1], layout.key) for _, layout in job.co_layouts] == [(table, (key,))]
+        snapshots = list(job)
+        assert any(f"{table} is read by the same batches" in n for n in snapshots[0].notes)
+        whole = list(rotary.progressive_query(spark, sql, batches=BATCHES, layouts=False))  # every other read whole
+        for restricted, unrestricted in zip(snapshots, whole):  # the same batches give the same estimates
+            assert_same_answer(restricted.result, unrestricted.result, ordered=" order by " in sql)
+        assert_same_answer(snapshots[-1].result, spark.sql(sql).toPandas(), ordered=" order by " in sql)
