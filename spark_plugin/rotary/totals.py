@@ -257,10 +257,12 @@ class RunningTotals:
         if limit is None or not spec.order or self.groups <= limit or spec.having is not None:
             return slice(None)  # a HAVING may drop the top groups: every group is a candidate
         column, descending = spec.order[0]
-        if column in spec.keys or column in spec.attributes or column in spec.running or column in spec.hidden:
+        output = next((o for o in spec.outputs if o.name == column), None)
+        if output is None or column in spec.keys or column in spec.attributes or column in spec.running:
             return slice(None)
-        output = next(o for o in spec.outputs if o.name == column)
         names = output.expression.names if output.derived else [column]
+        if not set(names) <= set(self.totals):
+            return slice(None)  # ranked by a key or attribute (a hidden ORDER BY column may be either)
         scale = 1.0 if spec.exact_groups else batches / self.batches_done
         floats = {c: self._sums[:, i] * scale for i, c in enumerate(self.totals)}
         with np.errstate(all="ignore"):
