@@ -110,11 +110,58 @@ class Expression:
         left, right = self._scalar(node.left, row), self._scalar(node.right, row)
         if left is None or right is None:
             return None
-        if isinstance(node.op, ast.Div):
-            if right == 0:
-                return None
-            left, right = _comparable(left, right)
-        return _BINARY[type(node.op)](left, right)
+        if isinstance(node.op, ast.Div) and right == 0:
+            return None
+        return _BINARY[type(node.op)](*_comparable(left, right))
+
+    def test_all(self, columns, length: int) -> np.ndarray:
+        """:meth:`test` over whole columns at once (a mapping of name to a sequence of ``length`` values, or
+        to one scalar for every row): a bool array, True where the predicate is True (NULL counts as False,
+        as a filter drops it). The same NULL logic and number comparisons as :meth:`test`, without a Python
+        call per row and node (a HAVING over 10^5 groups took a third of a second per snapshot row by row)."""
+        value, null = self._vector(self._tree, columns, length)
+        return ~null & (value == True)  # noqa: E712 - elementwise over an object array
+
+    def _vector(self, node, columns, n):
+        """(values as an object array, NULL mask) of ``node`` over the rows."""
+        if isinstance(node, ast.Name):
+            column = columns[node.id]
+            values = (np.asarray(column.to_numpy(dtype=object) if isinstance(column, pd.Series) else column,
+                                 dtype=object) if np.ndim(column) else np.full(n, column, dtype=object))
+            return values, np.array([v is None or (isinstance(v, float) and v != v) for v in values], dtype=bool)
+        if isinstance(node, ast.Constant):
+            value = Decimal(str(node.value)) if isinstance(node.value, float) else node.value
+            return np.full(n, value, dtype=object), np.full(n, value is None)
+        if isinstance(node, ast.BoolOp):
+            parts = [self._vector(v, columns, n) for v in node.values]
+            decided = (False if isinstance(node.op, ast.And) else True)  # one such operand decides the result
+            hit = np.any([~m & (v == decided) for v, m in parts], axis=0)
+            null = ~hit & np.any([m for _, m in parts], axis=0)
+            return np.where(hit, decided, not decided).astype(object), null
+        if isinstance(node, ast.UnaryOp):
+            values, null = self._vector(node.operand, columns, n)
+            out = np.empty(n, dtype=object)
+            out[~null] = ~values[~null].astype(bool) if isinstance(node.op, ast.Not) else -values[~null]
+            return out, null
+        if isinstance(node, ast.Compare) and isinstance(node.ops[0], (ast.Is, ast.IsNot)):
+            _, null = self._vector(node.left, columns, n)
+            return (null if isinstance(node.ops[0], ast.Is) else ~null).astype(object), np.zeros(n, dtype=bool)
+        if isinstance(node, ast.Call):
+            values, null = self._vector(node.args[0], columns, n)
+            out = np.empty(n, dtype=object)
+            out[~null] = [_sqrt(v) for v in values[~null]]
+            return out, null
+        left, lnull = self._vector(node.left, columns, n)
+        right, rnull = self._vector(node.comparators[0] if isinstance(node, ast.Compare) else node.right, columns, n)
+        null = lnull | rnull
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            null |= ~null & np.array([r == 0 for r in right], dtype=bool)
+        live = ~null
+        a, b = _comparable_arrays(left[live], right[live])
+        op = _COMPARE[type(node.ops[0])] if isinstance(node, ast.Compare) else _BINARY[type(node.op)]
+        out = np.empty(n, dtype=object)
+        out[live] = op(a, b) if live.any() else []
+        return out, null
 
     def __repr__(self):
         return f"Expression({self.text!r})"
@@ -127,6 +174,17 @@ def _comparable(left, right):
     if isinstance(right, float) and isinstance(left, Decimal):
         return left, Decimal(repr(right))
     return left, right
+
+
+def _comparable_arrays(left: np.ndarray, right: np.ndarray):
+    """:func:`_comparable` over two object arrays: where floats meet Decimals, every float becomes a Decimal."""
+    def has(values, kind):
+        return any(issubclass(t, kind) for t in set(map(type, values)))
+
+    if not ((has(left, float) and has(right, Decimal)) or (has(right, float) and has(left, Decimal))):
+        return left, right
+    exact = np.frompyfunc(lambda v: Decimal(repr(float(v))) if isinstance(v, float) else v, 1, 1)
+    return exact(left), exact(right)
 
 
 def _sqrt(value):

@@ -167,8 +167,9 @@ class RunningTotals:
         exact_scale = Decimal(1) if exact_groups else Decimal(batches) / Decimal(b)
         rows = self._answer_candidates(spec, batches)
         exact = self._exact_frame(rows)
-        totals_exact = {c: exact[c].map(lambda v: _times(v, exact_scale)) if c not in self.kinds
-                        else exact[c].map(len) if self.kinds[c] == "set" else exact[c] for c in self.totals}
+        totals_exact = {c: (exact[c] if exact_scale == 1 else exact[c].map(lambda v: _times(v, exact_scale)))
+                        if c not in self.kinds else exact[c].map(len) if self.kinds[c] == "set" else exact[c]
+                        for c in self.totals}
         if not exact_groups:
             sums = self._sums_frame(rows)
             totals_float = {c: sums[c] * (batches / b) for c in self.totals}
@@ -203,10 +204,9 @@ class RunningTotals:
         if ALL_ROWS_KEY in result:
             result, half = result.drop(columns=ALL_ROWS_KEY), half.drop(columns=ALL_ROWS_KEY)
         if spec.having is not None:
-            totals = pd.DataFrame(totals_exact).reset_index(drop=True).to_dict("records")  # the rows' order
             constants = dict(spec.constants)
-            keep = np.array([spec.having.test({**row, **total, **constants}) is True
-                             for row, total in zip(result.to_dict("records"), totals)], dtype=bool)
+            keep = spec.having.test_all({**{c: result[c] for c in result.columns}, **totals_exact, **constants},
+                                        len(result))
             near = (np.zeros(len(keep), dtype=bool) if exact_groups or b < 2
                     else self._near_threshold(spec, totals_float, cov, constants, z))
             self.having_near = (int((keep & near).sum()), int((~keep & near).sum()))

@@ -71,6 +71,21 @@ def _answer(rows):
     return pd.DataFrame(rows, columns=["k", "s", "r"])
 
 
+@pytest.mark.parametrize("predicate", [
+    "(t > c)", "((t >= c) and (u < 3))", "((t <= c) or (u is None))", "(not (t == u))", "((t / u) > 1.5)",
+    "((-t + u * 2) != 4)", "(sqrt(u) < 2)", "((name == 'b') or (t > 2.5))", "(t is not None)"])
+def test_a_predicate_over_whole_columns_equals_it_row_by_row(predicate):
+    rng = np.random.default_rng(3)
+    pools = {"t": [None, float("nan"), 0.0, 1.5, 2.5, 7.25, Decimal("2.5"), Decimal("3.10"), 4],
+             "u": [None, 0, 1, 2, 3, Decimal("0.5"), 9.0], "name": [None, "a", "b"]}
+    rows = [{k: pool[rng.integers(len(pool))] for k, pool in pools.items()} for _ in range(400)]
+    expression = Expression(predicate)
+    columns = {k: pd.Series([r[k] for r in rows], dtype=object) for k in pools}
+    together = expression.test_all({**columns, "c": Decimal("2.5")}, len(rows))
+    one_by_one = [expression.test({**r, "c": Decimal("2.5")}) is True for r in rows]
+    assert together.tolist() == one_by_one and 0 < sum(one_by_one) < len(rows)
+
+
 def test_true_accuracy_takes_the_ratio_either_way_and_zero_for_missing_groups():
     exact = _answer([("a", 100.0, 2.0), ("b", 50.0, -1.0)])
     assert true_accuracy(exact, exact, SPEC) == 1.0
