@@ -85,6 +85,26 @@ def test_a_checkpoint_whose_data_is_gone_is_refused_on_resume(data, tmp_path):
         cli.check(args("--resume", str(tmp_path / "ck")))
 
 
+def test_a_checkpoint_resumes_only_with_the_command_that_wrote_it(tmp_path):
+    import json
+
+    base = {"batches": 4, "seed": 0, "order_seed": 0, "order": [], "confidence": 0.95, "elapsed_s": 0.0,
+            "totals": None, "batches_done": 0}
+    for name, source in (("plain", {"sql": "select count(*) from t"}), ("spec", {"query": 6, "data": "/x"})):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "state.json").write_text(json.dumps({**base, **source}))
+    with pytest.raises(SparkrmError, match=r"holds a plain query's run: continue it with sql --resume"):
+        cli.check(args("--resume", str(tmp_path / "plain")))
+    sql = cli.build_parser().parse_args
+    with pytest.raises(SparkrmError, match=r"holds a TPC-H spec's run: continue it with run --resume"):
+        cli.check_sql(sql(["sql", "--resume", str(tmp_path / "spec")]))
+    with pytest.raises(SparkrmError, match=r"continues its own query; leave the query out"):
+        cli.check_sql(sql(["sql", "select 2", "--resume", str(tmp_path / "plain")]))
+    resumed = sql(["sql", "--resume", str(tmp_path / "plain")])
+    cli.check_sql(resumed)
+    assert resumed.query == "select count(*) from t"
+
+
 def _cli(tmp_path, *argv):
     """The command line in a subprocess whose SPARK_HOME only records that something tried to start Spark."""
     home = tmp_path / "spark-home"
