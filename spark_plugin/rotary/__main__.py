@@ -136,7 +136,7 @@ def run(args, criterion=None) -> int:
         console = Console(width=None if sys.stdout.isatty() else 160)
         with Live(console=console, refresh_per_second=4) as live:
             for epoch, snapshot in enumerate(job, 1):
-                previous, estimate = estimate, envelope.add(snapshot.result)
+                previous, estimate = estimate, (1.0 if snapshot.final else envelope.add(snapshot.result))
                 live.update(render(snapshot, job.spec, estimate))
                 progress = criteria.Progress(snapshot.elapsed_s, epoch, estimate, previous, complete=snapshot.final)
                 if criterion and criterion.status(progress) != criteria.RUNNING:
@@ -287,7 +287,8 @@ def run_sql(args, criterion=None) -> int:
         with Live(console=console, refresh_per_second=4) as live:
             for epoch, snapshot in enumerate(job, 1):
                 snapshots.append(snapshot)
-                previous, estimate = estimate, (1.0 if exact else envelope.add(snapshot.result))
+                # the exact answer is fully accurate, whatever the window saw (a resumed run sees few snapshots)
+                previous, estimate = estimate, (1.0 if exact or snapshot.final else envelope.add(snapshot.result))
                 live.update(render_sql(snapshot, aggregates, estimate))
                 progress = criteria.Progress(snapshot.elapsed_s, epoch, estimate, previous, complete=snapshot.final)
                 if criterion and criterion.status(progress) != criteria.RUNNING:

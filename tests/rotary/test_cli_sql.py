@@ -48,6 +48,8 @@ def test_a_plain_query_stops_checkpoints_resumes_to_its_exact_answer_and_an_unkn
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert "batch 4/4 (100%)" in resumed.stdout and "exact" in resumed.stdout
     assert "no interval" in resumed.stdout
+    shown = " ".join(resumed.stdout.split())
+    assert "accuracy 1.000 - exact" in shown  # the exact answer, though the resumed run saw two snapshots
     unknown = _cli("sql", "select count(*) from no_such_table", "--master", "local[2]")
     assert unknown.returncode == 2
     errors = [line for line in unknown.stderr.splitlines() if line.startswith("error:")]
