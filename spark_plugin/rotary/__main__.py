@@ -10,8 +10,9 @@
 fraction processed, the elapsed time and the envelope accuracy, and stops when the criterion is
 met (``--until``; default: every batch). ``--checkpoint DIR`` saves the state when it stops;
 ``--resume DIR`` continues a saved run (``sql`` too: the query and its ``--table`` views come from the
-checkpoint, and a table that changed since is refused). ``sql`` runs any plain aggregate query over your own tables, its
-progressive form derived from Spark's analysis of it; one it cannot batch runs exactly and says why.
+checkpoint, and a table that changed since is refused). ``sql`` runs any plain aggregate query over your
+own tables, its progressive form derived from Spark's analysis of it; one it cannot batch runs exactly
+and says why.
 ``prepare`` splits a table into random batches once (resumable), by a key you name or, given queries
 (``--query``), each fact table by the key its queries need; ``sql`` reads the layouts it finds.
 

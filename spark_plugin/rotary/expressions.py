@@ -83,7 +83,7 @@ class Expression:
     def _scalar(self, node, row):
         if isinstance(node, ast.Name):
             value = row[node.id]
-            return None if value is None or (isinstance(value, float) and value != value) else value
+            return None if _null(value) else value
         if isinstance(node, ast.Constant):
             return Decimal(str(node.value)) if isinstance(node.value, float) else node.value
         if isinstance(node, ast.BoolOp):
@@ -128,7 +128,7 @@ class Expression:
             column = columns[node.id]
             values = (np.asarray(column.to_numpy(dtype=object) if isinstance(column, pd.Series) else column,
                                  dtype=object) if np.ndim(column) else np.full(n, column, dtype=object))
-            return values, np.array([v is None or (isinstance(v, float) and v != v) for v in values], dtype=bool)
+            return values, np.array([_null(v) for v in values], dtype=bool)
         if isinstance(node, ast.Constant):
             value = Decimal(str(node.value)) if isinstance(node.value, float) else node.value
             return np.full(n, value, dtype=object), np.full(n, value is None)
@@ -165,6 +165,11 @@ class Expression:
 
     def __repr__(self):
         return f"Expression({self.text!r})"
+
+
+def _null(value) -> bool:
+    """Whether a column's value is SQL's NULL: None, or a float NaN (how pandas holds a missing number)."""
+    return value is None or (isinstance(value, float) and value != value)
 
 
 def _comparable(left, right):

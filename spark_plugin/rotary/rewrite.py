@@ -86,6 +86,8 @@ class Derivation:
     #: Depths (on ``fact_path``) of the Filters whose subqueries read co-batched tables (see
     #: :func:`_co_batched_in_subqueries`): their conditions are rebuilt with those reads replaced.
     co_batched_filters: list = field(default_factory=list)
+    #: The analyzed plan it was derived from (every table the query reads is a leaf of it).
+    plan: object = None
 
     @property
     def fact_name(self) -> str:
@@ -180,7 +182,7 @@ def derive(plan, name: str = "query", batch_key=None) -> Derivation:
     return Derivation(spec, aggregate, fact, path, key, keys, builder.partials, labels, notes, sites,
                       builder.constants,
                       _co_batched(aggregate.children[0], fact, key, classes) + [(l, a) for _, l, a in in_subqueries],
-                      sorted({depth for depth, _, _ in in_subqueries}))
+                      sorted({depth for depth, _, _ in in_subqueries}), plan)
 
 
 def _co_batched(child, fact, key, classes) -> list:
@@ -232,19 +234,26 @@ def _co_batched_in_subqueries(child, path, fact, key, classes) -> list:
     Q4's EXISTS over orders; orders by ``o_custkey`` in Q22's NOT EXISTS over customers."""
     if len(key) != 1:
         return []
-    found, node = [], child
+    found = []
+    for depth, node in _path_filters(child, path):
+        for e in node.exprs[0].walk():
+            for plan in e.plans:
+                for read in (n for n in _tree(plan) if not n.children and n.source != fact.source):
+                    attribute = _correlated(plan, read, lambda a: a.dtype == key[0].dtype, classes)
+                    if attribute is not None:
+                        found.append((depth, read, attribute))
+    return found
+
+
+def _path_filters(child, path):
+    """(depth, node) of each Filter from ``child`` down ``path`` (child indices) to the leaf, the leaf's
+    depth included: the filters whose subqueries may read by the fact's batches."""
+    node = child
     for depth, step in enumerate(path + (None,)):
         if node.kind == "Filter":
-            for e in node.exprs[0].walk():
-                for plan in e.plans:
-                    for read in (n for n in _tree(plan) if not n.children and n.source != fact.source):
-                        attribute = _correlated(plan, read, lambda a: a.dtype == key[0].dtype, classes)
-                        if attribute is not None:
-                            found.append((depth, read, attribute))
-        if step is None:
-            break
-        node = node.children[step]
-    return found
+            yield depth, node
+        if step is not None:
+            node = node.children[step]
 
 
 def _rename(text: str, old: str, new: str) -> str:
@@ -611,25 +620,20 @@ def _subquery_sites(child, path, fact, others, key, classes):
     if not others or len(key) != 1:
         return [], len(others)
     remaining, sites = {id(o) for o in others}, []
-    node = child
-    for depth, step in enumerate(path + (None,)):
-        if node.kind == "Filter":
-            reads = []
-            tested = {id(x.children[-1]): x.children[:-1] for x in node.exprs[0].walk() if x.kind == "InSubquery"}
-            for e in node.exprs[0].walk():
-                for plan in e.plans:
-                    for read in (n for n in _tree(plan) if not n.children and id(n) in remaining):
-                        values = tested.get(id(e), ())
-                        keyed_in = (len(values) == 1 and values[0].kind == "AttributeReference"
-                                    and values[0].id in classes and _keyed_output(plan, read, key[0].name))
-                        if keyed_in or _correlated(plan, read, lambda a: a.name == key[0].name, classes):
-                            reads.append(read)
-                            remaining.discard(id(read))
-            if reads:
-                sites.append((depth, reads))
-        if step is None:
-            break
-        node = node.children[step]
+    for depth, node in _path_filters(child, path):
+        reads = []
+        tested = {id(x.children[-1]): x.children[:-1] for x in node.exprs[0].walk() if x.kind == "InSubquery"}
+        for e in node.exprs[0].walk():
+            for plan in e.plans:
+                for read in (n for n in _tree(plan) if not n.children and id(n) in remaining):
+                    values = tested.get(id(e), ())
+                    keyed_in = (len(values) == 1 and values[0].kind == "AttributeReference"
+                                and values[0].id in classes and _keyed_output(plan, read, key[0].name))
+                    if keyed_in or _correlated(plan, read, lambda a: a.name == key[0].name, classes):
+                        reads.append(read)
+                        remaining.discard(id(read))
+        if reads:
+            sites.append((depth, reads))
     return sites, len(remaining)
 
 

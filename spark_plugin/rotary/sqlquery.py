@@ -313,7 +313,7 @@ class ProgressiveSQL(ProgressiveQuery):
 
         from .layouts import table_files
 
-        files = {node.source: table_files(node) for node in sqlplan.analyzed(self.frame).walk()
+        files = {node.source: table_files(node) for node in self.derivation.plan.walk()
                  if not node.children and node.source.startswith("files:")}
         return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
 
