@@ -87,7 +87,8 @@ setup(
     install_requires=[PYSPARK, "py4j", "pyarrow>=14", "pandas>=2.2", "numpy", "scikit-learn>=1.4", "scipy",
                       "tqdm", "rich"],
     extras_require={"tf": TF, "bench": BENCH, "peers": PEERS, "all": TF + BENCH + PEERS,
-                    "test": TF_TESTS + BENCH + ["pytest>=8", "pytest-spark>=0.6", "pytest-xdist>=3.5", "hypothesis"]},
+                    "test": TF_TESTS + BENCH + ["pytest>=8", "pytest-spark>=0.6", "pytest-xdist>=3.5",
+                                                "pytest-timeout>=2.3", "hypothesis"]},
     entry_points={"console_scripts": ["sparkrm=spark_plugin.__main__:main"]},
     cmdclass={"build_py": BuildPyWithJar},
 )

@@ -192,6 +192,35 @@ def test_exact_groups_of_a_limited_answer_keep_only_the_top(tmp_path):
     assert pruned.estimate(spec, 3, 0.95)[0]["o"].tolist() == [2, 5]
 
 
+def test_exact_groups_are_computed_once_and_again_when_a_batch_changes_one():
+    """Each snapshot computes only the groups new since the last (their rows are final); the answer equals
+    the one computed over every group at once, also when a batch (against the spec) changes a known group."""
+    import dataclasses
+
+    from spark_plugin.rotary.expressions import Expression
+    from spark_plugin.rotary.totals import RunningTotals
+
+    spec = dataclasses.replace(parse("-- @keys: o\n-- @output: o, v, n, per = v / n\n-- @order: per desc, o\n"
+                                     "-- @groups: exact\nselect o, sum(x) as v, count(*) as n from t group by o"),
+                               having=Expression("((v > 4) and (n < 3))"))
+    rng = np.random.default_rng(5)
+    batches = [pd.DataFrame({"o": range(start, start + 300), "v": [Decimal(int(c)) / 4 for c in rng.integers(0, 40, 300)],
+                             "n": rng.integers(1, 5, 300)}) for start in range(0, 1200, 300)]
+    first = batches[0]
+    left_out = int(first.o[(first.v <= 4) & (first.n < 3)].iloc[0])  # passes HAVING once the batch below adds 80
+    batches.insert(2, pd.DataFrame({"o": [left_out, 1000], "v": [Decimal(80), Decimal(1)], "n": [0, 1]}))
+    incremental = RunningTotals(["o"], ["v", "n"])
+    for b, batch in enumerate(batches):
+        incremental.add(batch)
+        at_once = RunningTotals(["o"], ["v", "n"])
+        for earlier in batches[:b + 1]:
+            at_once.add(earlier)
+        for got, want in zip(incremental.estimate(spec, 5, 0.95), at_once.estimate(spec, 5, 0.95)):
+            pd.testing.assert_frame_equal(got, want)
+    result = incremental.estimate(spec, 5, 0.95)[0]
+    assert left_out in result["o"].tolist() and 0 < len(result) < 1200 and (result["n"] < 3).all()
+
+
 @pytest.mark.parametrize("order", ["v desc, o", "v, o desc", "per desc, o", "per, o"])
 def test_a_limited_answer_over_many_groups_is_the_head_of_the_whole_ordering(order):
     from spark_plugin.rotary.totals import RunningTotals
