@@ -61,9 +61,10 @@ class RunningTotals:
         """Fold in one batch's per-group partials (key columns plus one column per total)."""
         if ALL_ROWS_KEY not in partials and self.keys == [ALL_ROWS_KEY]:
             partials = partials.assign(**{ALL_ROWS_KEY: 0})
-        groups = list(zip(*(partials[k] for k in self.keys)))
-        self._grow([g for g in groups if g not in self._row])
-        rows = np.array([self._row[g] for g in groups], dtype=np.int64)
+        groups = list(zip(*(partials[k].tolist() for k in self.keys)))  # tolist: iterating a Series is slower
+        known, row = self.groups, self._row
+        rows = np.array([row.setdefault(g, len(row)) for g in groups], dtype=np.int64)  # a new group: the next row
+        self._grow([g for g, r in zip(groups, rows) if r >= known])
         if self._final is not None and rows.size and rows.min() < self._final[1]:
             self._final = None  # a group computed as final changed: compute every group again
         exact = _numbers([partials[c] if c not in self.kinds else pd.Series(0, index=partials.index)
@@ -84,10 +85,9 @@ class RunningTotals:
         self.batches_done += 1
 
     def _grow(self, groups: list[tuple]) -> None:
+        """Rows for ``groups``, new groups :meth:`add` has just numbered in order after the known ones."""
         if groups:
             self._group_index = None
-        for g in groups:
-            self._row[g] = len(self._row)
         n = len(groups)
         self._keys = np.vstack([self._keys, _key_rows(groups, len(self.keys))])
         fresh = np.full((n, len(self.totals)), 0, dtype=object)
