@@ -215,6 +215,8 @@ class ProgressiveQuery:
             return result
         index = _key_index(result, self.spec.keys)
         self._look_up_attributes(index)
+        if self._attributes is None:  # nothing looked up yet: the answer has no rows
+            return result.assign(**{c: [] for c in self.spec.attributes})[self.spec.columns]
         found = self._attributes.reindex(index)
         return result.assign(**{c: found[c].to_numpy() for c in self.spec.attributes})[self.spec.columns]
 
@@ -223,18 +225,25 @@ class ProgressiveQuery:
         will show: a limited answer ordered by a total ranks its groups by their running sums, which the
         chunk's partials give before the batches are folded in one by one. Snapshots then need no lookup of
         their own (a top-20 of 10^5 customers changes with nearly every batch: one lookup per snapshot cost
-        8 s at SF 10). Ties and orders by a key or a derived column are left to the lookup of each snapshot."""
+        8 s at SF 10). Ties and orders by a key are left to the lookup of each snapshot."""
         limit, order, keys = self.spec.limit, self.spec.order, list(self.spec.keys)
         if not (self.spec.attributes and limit and order):
             return
         column, descending = order[0]
-        if column in keys or column not in partials[0]:  # ranked by a key or a derived column
+        output = next((o for o in self.spec.outputs if o.name == column), None)
+        names = list(output.expression.names) if output is not None and output.derived else [column]
+        if column in keys or not set(names) <= set(partials[0].columns):  # ranked by a key or an attribute
             return
-        running = self._totals.sums[column] if self._totals is not None else pd.Series(dtype=float)
+        running = {n: self._totals.sums[n] for n in names} if self._totals is not None else None
         shown = []
-        for batch in partials:
-            running = running.add(batch.set_index(keys)[column].astype(float), fill_value=0)
-            shown.append((running.nlargest if descending else running.nsmallest)(limit * ATTRIBUTE_PREFETCH).index)
+        for i, batch in enumerate(partials, start=self.batches_done + 1):
+            by_key = batch.set_index(keys)
+            running = {n: by_key[n].astype(float) if running is None else
+                       running[n].add(by_key[n].astype(float), fill_value=0) for n in names}
+            scaled = {n: v * (self.batches / i) for n, v in running.items()}
+            value = output.expression.evaluate(scaled) if names != [column] else scaled[column]
+            value = pd.Series(value, index=running[names[0]].index).astype(float)
+            shown.append((value.nlargest if descending else value.nsmallest)(limit * ATTRIBUTE_PREFETCH).index)
         self._look_up_attributes(shown[0].append(shown[1:]).unique())
 
     def _look_up_attributes(self, index: pd.Index) -> None:

@@ -59,6 +59,19 @@ class Partial:
     argument: object = None  # sqlplan.Expr, None for COUNT(*)
 
 
+@dataclass(frozen=True)
+class DependentKeys:
+    """Group keys that are columns of one table beside a whole-number key column of the same table (a
+    customer's name, address and comment beside its ``c_custkey``). If that column is unique in the table
+    (the engine asks Spark, :mod:`.unique`), the others are functions of it: the partial query groups by it
+    alone, and they are looked up for the answer's rows only. TPC-H Q10 groups by seven customer columns;
+    hashing and shipping the long ones for every (batch, customer) cost more than the plain query."""
+
+    leaf: object  # the table (sqlplan.Node)
+    key: tuple  # (label, sqlplan.Expr) of the column that determines the others
+    attributes: tuple  # ((label, sqlplan.Expr), ...) the keys it determines
+
+
 @dataclass
 class Derivation:
     """Everything the engine needs to run a plain query progressively."""
@@ -88,6 +101,20 @@ class Derivation:
     co_batched_filters: list = field(default_factory=list)
     #: The analyzed plan it was derived from (every table the query reads is a leaf of it).
     plan: object = None
+    #: Keys that may be looked up instead of grouped by, once their table's key is known to be unique.
+    dependent_keys: list = field(default_factory=list)
+    #: The DependentKeys in use (:meth:`looking_up`): its attributes are the spec's ``attributes``.
+    lookup: DependentKeys | None = None
+
+    def looking_up(self, dependent: DependentKeys) -> "Derivation":
+        """This derivation grouping by ``dependent.key`` only, its attributes looked up by it."""
+        import dataclasses
+
+        labels = {label for label, _ in dependent.attributes}
+        spec = dataclasses.replace(self.spec, keys=tuple(k for k in self.spec.keys if k not in labels),
+                                   attributes=tuple(label for label, _ in dependent.attributes))
+        return dataclasses.replace(self, spec=spec, keys=[(n, e) for n, e in self.keys if n not in labels],
+                                   lookup=dependent)
 
     @property
     def fact_name(self) -> str:
@@ -182,7 +209,35 @@ def derive(plan, name: str = "query", batch_key=None) -> Derivation:
     return Derivation(spec, aggregate, fact, path, key, keys, builder.partials, labels, notes, sites,
                       builder.constants,
                       _co_batched(aggregate.children[0], fact, key, classes) + [(l, a) for _, l, a in in_subqueries],
-                      sorted({depth for depth, _, _ in in_subqueries}), plan)
+                      sorted({depth for depth, _, _ in in_subqueries}), plan,
+                      _dependent_keys(aggregate.children[0], fact, keys, spec))
+
+
+#: Attributes are looked up only for answers of at most this many rows (a lookup filters on their keys).
+LOOKUP_LIMIT = 1000
+
+
+def _dependent_keys(child, fact, keys, spec) -> list:
+    """:class:`DependentKeys` candidates, one per table other than the fact with a whole-number key column and
+    other key columns that only the answer shows (not ordered by, not in HAVING or arithmetic), in a limited
+    answer (a lookup per snapshot reads its rows' attributes)."""
+    if spec.limit is None or spec.limit > LOOKUP_LIMIT:
+        return []
+    used = {c for c, _ in spec.order} | set(spec.having.names if spec.having else ())
+    used |= {n for o in spec.outputs if o.derived for n in o.expression.names}
+    plain = {o.name for o in spec.outputs if not o.derived and o.name not in spec.hidden}
+    candidates = []
+    for leaf in (n for n in _tree(child) if not n.children and n is not fact):
+        ids = {a.id for a in leaf.output}
+        mine = [(label, e) for label, e in keys if e.kind == "AttributeReference" and e.id in ids]
+        determinant = next(((label, e) for label, e in mine if e.dtype in _INTEGRAL), None)
+        if determinant is None:
+            continue
+        dependent = tuple((label, e) for label, e in mine
+                          if label != determinant[0] and label in plain and label not in used)
+        if dependent:
+            candidates.append(DependentKeys(leaf, determinant, dependent))
+    return candidates
 
 
 def _co_batched(child, fact, key, classes) -> list:

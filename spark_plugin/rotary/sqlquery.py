@@ -135,6 +135,7 @@ def _query(spark, sql_or_frame, batches, seed, order_seed, confidence, growth, l
             co_layout = key_layout(root, leaf, (attribute.name,), batches, seed)
             if co_layout is not None:
                 co_layouts.append((leaf, co_layout))
+    derivation = _with_lookup(spark, derivation, root)
     LOG.info("progressive: batching %s by %s into %d batches (%s)", derivation.fact_name,
              [a.name for a in derivation.batch_key] or "the whole row", batches,
              f"layout {layout.folder}" if layout else "hashed on the fly")
@@ -142,6 +143,17 @@ def _query(spark, sql_or_frame, batches, seed, order_seed, confidence, growth, l
                           confidence=confidence, growth=growth, layout=layout, layout_note=note,
                           co_layouts=co_layouts, sql=sql_or_frame if isinstance(sql_or_frame, str) else None,
                           layouts_root=root)
+
+
+def _with_lookup(spark, derivation, root):
+    """``derivation`` grouping by a table's unique key instead of it and its other columns, where one of its
+    :attr:`~.rewrite.Derivation.dependent_keys` has a key Spark finds unique (:func:`.unique.is_unique`)."""
+    from .unique import is_unique
+
+    for dependent in derivation.dependent_keys:
+        if is_unique(spark, dependent.leaf, dependent.key[1], root):
+            return derivation.looking_up(dependent)
+    return derivation
 
 
 def _name(sql_or_frame) -> str:
@@ -223,6 +235,10 @@ class ProgressiveSQL(ProgressiveQuery):
         for leaf, co_layout in self.co_layouts:
             self.notes.append(f"{describe(leaf)} is read by the same batches (prepared by "
                               f"{', '.join(co_layout.key)})")
+        if derivation.lookup is not None:
+            lookup = derivation.lookup
+            self.notes.append(f"{', '.join(label for label, _ in lookup.attributes)}: looked up by {lookup.key[0]} "
+                              f"(unique in {describe(lookup.leaf)}) for the answer's rows")
 
     @property
     def batches(self) -> int:
@@ -291,6 +307,19 @@ class ProgressiveSQL(ProgressiveQuery):
         batch = batch_of(key, self.seed, self._batches)
         frame = _frame_of(self.spark, leaf.jvm).where(batch.isin([int(b) for b in batch_ids]))
         return frame._jdf.queryExecution().analyzed()
+
+    def _read_attributes(self, wanted: pd.Index) -> pd.DataFrame:
+        """The looked-up columns (:attr:`.rewrite.Derivation.lookup`) of the groups ``wanted``, indexed like it:
+        one Spark query over their table, filtered on the unique key."""
+        jvm = self.spark._jvm
+        lookup = self.derivation.lookup
+        (label, attribute), columns = lookup.key, lookup.attributes
+        values = [v.item() if hasattr(v, "item") else v for v in wanted.get_level_values(label).unique()]
+        key = _column(jvm, attribute.jvm)
+        frame = _frame_of(self.spark, lookup.leaf.jvm).where(key.isin(values))
+        table = _pandas(frame.select(key.alias(label), *[_column(jvm, e.jvm).alias(name) for name, e in columns]))
+        found = table.drop_duplicates(label).set_index(label).reindex(wanted.get_level_values(label))
+        return found.set_axis(wanted)
 
     def checkpoint(self, path, context: dict | None = None):
         """Write the running state to folder ``path`` (see :meth:`.engine.ProgressiveQuery.checkpoint`);

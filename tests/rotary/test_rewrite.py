@@ -6,6 +6,7 @@ snapshots before it carry intervals for SUM/COUNT/AVG/VARIANCE and none for MIN/
 query the rewrite cannot batch runs exactly and says why; a query Spark cannot analyze is one line.
 """
 
+import json
 import math
 from decimal import Decimal
 
@@ -376,3 +377,42 @@ def test_a_top_k_answer_computes_exact_values_for_its_candidate_groups_only(spar
     assert 5 <= len(candidates) < job.groups / 10
     snapshots = list(job)
     assert_same_answer(snapshots[-1].result, spark.sql(sql).toPandas(), ordered=True)
+
+
+def test_columns_of_a_unique_key_are_looked_up_for_the_answer_rows_only(spark, tables, monkeypatch):
+    from spark_plugin.rotary import sqlquery
+
+    sql = """select c_custkey, c_name, c_address, n_name, sum(l_extendedprice * (1 - l_discount)) as revenue
+             from customer, orders, lineitem, nation where c_custkey = o_custkey and l_orderkey = o_orderkey
+             and c_nationkey = n_nationkey and l_returnflag = 'R'
+             group by c_custkey, c_name, c_address, n_name order by revenue desc limit 7"""
+    job = rotary.progressive_query(spark, sql, batches=BATCHES, growth=1)
+    assert job.spec.keys == ("c_custkey", "n_name") and job.spec.attributes == ("c_name", "c_address")
+    assert [name for name, _ in job.derivation.keys] == ["c_custkey", "n_name"]  # the partial query's groups
+    assert any("looked up by c_custkey" in n for n in job.notes)
+    looked_up = list(job)
+    monkeypatch.setattr(sqlquery, "_with_lookup", lambda spark, derivation, root: derivation)
+    grouped = list(rotary.progressive_query(spark, sql, batches=BATCHES, growth=1))
+    assert not grouped[0].result.empty
+    for got, expected in zip(looked_up, grouped):  # the same estimates, snapshot by snapshot
+        assert_same_answer(got.result, expected.result, ordered=True)
+    assert_same_answer(looked_up[-1].result, spark.sql(sql).toPandas(), ordered=True)
+
+
+def test_a_key_that_repeats_in_its_table_keeps_every_column_grouped(spark, tables, session_dir):
+    from spark_plugin.rotary.unique import CACHE_FILE
+
+    folder = session_dir / "stores-repeated"
+    rows = [(s, f"city{s % 7}") for s in range(1, 41)] + [(3, "elsewhere")]  # store 3 twice, in two cities
+    spark.createDataFrame(rows, "store long, city string").write.parquet(str(folder))
+    sql = f"""select d.store, city, sum(amount) as total from sales s join parquet.`{folder}` d on s.store = d.store
+              group by d.store, city order by total desc, d.store limit 5"""
+    root = session_dir / "layouts-unique"
+    job = rotary.progressive_query(spark, sql, batches=BATCHES, layouts=root)
+    assert job.spec.attributes == () and set(job.spec.keys) == {"store", "city"}
+    assert_same_answer(list(job)[-1].result, spark.sql(sql).toPandas(), ordered=True)
+    remembered = json.loads((root / CACHE_FILE).read_text())
+    assert list(remembered.values()) == [False]
+    spark.createDataFrame([(41, "new")], "store long, city string").write.mode("append").parquet(str(folder))
+    rotary.progressive_query(spark, sql, batches=BATCHES, layouts=root)
+    assert len(json.loads((root / CACHE_FILE).read_text())) == 2  # a changed table is asked again

@@ -1,0 +1,68 @@
+"""Whether a column is unique in its table: asked of Spark once per version of the table's files.
+
+A progressive query groups by fewer columns when one group key is unique in its table and the others are
+columns of the same table (:class:`.rewrite.DependentKeys`). No constraint says so in Parquet or the
+catalog, so Spark counts: one job reading that column only. The answer is remembered in ``unique.json``
+in the layouts folder, keyed by the table's files (path, size, modification time), so a changed table is
+asked again; without a layouts folder it is asked every time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from pathlib import Path
+
+LOG = logging.getLogger(__name__)
+CACHE_FILE = "unique.json"
+
+
+def is_unique(spark, leaf, attribute, root=False) -> bool:
+    """Whether no two rows of table ``leaf`` (a sqlplan.Node) share a value of ``attribute`` (its Expr),
+    NULL counted as a value; remembered under folder ``root`` (False: not remembered)."""
+    key = _cache_key(leaf, attribute)
+    cache = Path(root).expanduser() / CACHE_FILE if root is not False and key else None
+    known = _read(cache)
+    if key in known:
+        return known[key]
+    answer = _count(spark, leaf, attribute)
+    if cache is not None:
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_name(cache.name + ".tmp")
+            tmp.write_text(json.dumps({**_read(cache), key: answer}, indent=1))
+            tmp.replace(cache)
+        except OSError as e:  # a read-only folder: asked again next time
+            LOG.info("cannot remember in %s that %s is%s unique: %s", cache, attribute.name,
+                     "" if answer else " not", e)
+    return answer
+
+
+def _count(spark, leaf, attribute) -> bool:
+    from pyspark.sql import functions as F
+
+    from .sqlquery import _column, _frame_of
+
+    column = _column(spark._jvm, attribute.jvm)
+    repeated = _frame_of(spark, leaf.jvm).groupBy(column).count().where(F.col("count") > 1).limit(1)
+    return repeated.count() == 0
+
+
+def _cache_key(leaf, attribute) -> str | None:
+    """The table's source, the column and a digest of the table's files (None: not a file table)."""
+    if not leaf.source.startswith("files:"):
+        return None
+    from .layouts import table_files
+
+    files = json.dumps(table_files(leaf), sort_keys=True)
+    return f"{leaf.source}|{attribute.name}|{hashlib.sha256(files.encode()).hexdigest()[:16]}"
+
+
+def _read(cache: Path | None) -> dict:
+    if cache is None or not cache.is_file():
+        return {}
+    try:
+        return json.loads(cache.read_text())
+    except ValueError:
+        return {}
