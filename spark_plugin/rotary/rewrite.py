@@ -215,6 +215,18 @@ def derive(plan, name: str = "query", batch_key=None) -> Derivation:
 
 #: Attributes are looked up only for answers of at most this many rows (a lookup filters on their keys).
 LOOKUP_LIMIT = 1000
+#: Operators through which a table's columns reach the aggregate as the table holds them, row by row (not a
+#: Union, whose output carries its first child's attribute ids over the other children's rows too).
+_KEEPING = _PASS | _LIMITS | {"Join", "Aggregate", "Sort", "Distinct", "Deduplicate"}
+
+
+def _kept_leaves(node):
+    """The relation leaves under ``node`` reached through :data:`_KEEPING` operators only."""
+    if not node.children:
+        yield node
+    elif node.kind in _KEEPING:
+        for child in node.children:
+            yield from _kept_leaves(child)
 
 
 def _dependent_keys(child, fact, keys, spec) -> list:
@@ -227,7 +239,7 @@ def _dependent_keys(child, fact, keys, spec) -> list:
     used |= {n for o in spec.outputs if o.derived for n in o.expression.names}
     plain = {o.name for o in spec.outputs if not o.derived and o.name not in spec.hidden}
     candidates = []
-    for leaf in (n for n in _tree(child) if not n.children and n is not fact):
+    for leaf in (n for n in _kept_leaves(child) if n is not fact):
         ids = {a.id for a in leaf.output}
         mine = [(label, e) for label, e in keys if e.kind == "AttributeReference" and e.id in ids]
         determinant = next(((label, e) for label, e in mine if e.dtype in _INTEGRAL), None)
