@@ -19,8 +19,8 @@ CACHE_FILE = "unique.json"
 
 
 def is_unique(spark, leaf, attribute, root=False) -> bool:
-    """Whether no two rows of table ``leaf`` (a sqlplan.Node) share a value of ``attribute`` (its Expr),
-    NULL counted as a value; remembered under folder ``root`` (False: not remembered)."""
+    """Whether every row of table ``leaf`` (a sqlplan.Node) has a value of ``attribute`` (its Expr) of its own,
+    not NULL (a lookup cannot find a NULL key); remembered under folder ``root`` (False: not remembered)."""
     key = _cache_key(leaf, attribute)
     cache = Path(root).expanduser() / CACHE_FILE if root is not False and key else None
     known = _read(cache)
@@ -45,7 +45,8 @@ def _count(spark, leaf, attribute) -> bool:
     from .sqlquery import _column, _frame_of
 
     column = _column(spark._jvm, attribute.jvm)
-    repeated = _frame_of(spark, leaf.jvm).groupBy(column).count().where(F.col("count") > 1).limit(1)
+    grouped = _frame_of(spark, leaf.jvm).groupBy(column.alias("key")).count()
+    repeated = grouped.where((F.col("count") > 1) | F.col("key").isNull()).limit(1)
     return repeated.count() == 0
 
 

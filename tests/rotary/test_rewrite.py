@@ -416,6 +416,11 @@ def test_a_key_that_repeats_in_its_table_keeps_every_column_grouped(spark, table
     spark.createDataFrame([(41, "new")], "store long, city string").write.mode("append").parquet(str(folder))
     rotary.progressive_query(spark, sql, batches=BATCHES, layouts=root)
     assert len(json.loads((root / CACHE_FILE).read_text())) == 2  # a changed table is asked again
+    nulls = session_dir / "stores-null-key"  # unique, but a NULL key cannot be looked up
+    spark.createDataFrame([(s, f"city{s}") for s in range(1, 41)] + [(None, "nowhere")],
+                          "store long, city string").write.parquet(str(nulls))
+    job = rotary.progressive_query(spark, sql.replace(str(folder), str(nulls)), batches=BATCHES, layouts=root)
+    assert job.spec.attributes == ()
 
 
 def test_columns_of_a_union_are_never_looked_up_by_one_of_its_tables(spark, tables, session_dir):
