@@ -232,9 +232,11 @@ def _kept_leaves(node):
 def _dependent_keys(child, fact, keys, spec) -> list:
     """:class:`DependentKeys` candidates, one per table other than the fact with a whole-number key column and
     other key columns that only the answer shows (not ordered by, not in HAVING or arithmetic), in a limited
-    answer (a lookup per snapshot reads its rows' attributes)."""
-    if spec.limit is None or spec.limit > LOOKUP_LIMIT:
-        return []
+    answer ranked first by an aggregate: the engine then reads, once per Spark query, the attributes of the
+    groups its batches may rank in the answer (ranked by a key, TPC-H Q18's ``o_totalprice``, it read them at
+    nearly every snapshot: 0.97x -> 1.18x the plain query at SF 10)."""
+    if spec.limit is None or spec.limit > LOOKUP_LIMIT or not spec.order or spec.order[0][0] in dict(keys):
+        return []  # ranked by a key, the answer's groups cannot be foreseen per chunk: a lookup every snapshot
     used = {c for c, _ in spec.order} | set(spec.having.names if spec.having else ())
     used |= {n for o in spec.outputs if o.derived for n in o.expression.names}
     plain = {o.name for o in spec.outputs if not o.derived and o.name not in spec.hidden}
