@@ -63,9 +63,10 @@ class Partial:
 class DependentKeys:
     """Group keys that are columns of one table beside a whole-number key column of the same table (a
     customer's name, address and comment beside its ``c_custkey``). If that column is unique in the table
-    (the engine asks Spark, :mod:`.unique`), the others are functions of it: the partial query groups by it
-    alone, and they are looked up for the answer's rows only. TPC-H Q10 groups by seven customer columns;
-    hashing and shipping the long ones for every (batch, customer) cost more than the plain query."""
+    (the engine asks Spark, :mod:`.unique`), the others are functions of it: the partial query leaves them out
+    of its groups, and they are looked up for the answer's rows only. TPC-H Q10 groups by seven customer
+    columns: without the five long ones in its groups, its exact answer at SF 10 came at 1.5x the plain
+    query instead of 2.0x."""
 
     leaf: object  # the table (sqlplan.Node)
     key: tuple  # (label, sqlplan.Expr) of the column that determines the others
@@ -107,7 +108,7 @@ class Derivation:
     lookup: DependentKeys | None = None
 
     def looking_up(self, dependent: DependentKeys) -> "Derivation":
-        """This derivation grouping by ``dependent.key`` only, its attributes looked up by it."""
+        """This derivation without ``dependent``'s attributes in its groups: they are looked up by its key."""
         import dataclasses
 
         labels = {label for label, _ in dependent.attributes}
