@@ -231,7 +231,8 @@ class ProgressiveQuery:
             return
         column, descending = order[0]
         output = next((o for o in self.spec.outputs if o.name == column), None)
-        names = list(output.expression.names) if output is not None and output.derived else [column]
+        derived = output is not None and output.derived
+        names = list(output.expression.names) if derived else [column]
         if column in keys or not set(names) <= set(partials[0].columns):  # ranked by a key or an attribute
             return
         running = {n: self._totals.sums[n] for n in names} if self._totals is not None else None
@@ -241,7 +242,7 @@ class ProgressiveQuery:
             running = {n: by_key[n].astype(float) if running is None else
                        running[n].add(by_key[n].astype(float), fill_value=0) for n in names}
             scaled = {n: v * (self.batches / i) for n, v in running.items()}
-            value = output.expression.evaluate(scaled) if names != [column] else scaled[column]
+            value = output.expression.evaluate(scaled) if derived else scaled[column]
             value = pd.Series(value, index=running[names[0]].index).astype(float)
             shown.append((value.nlargest if descending else value.nsmallest)(limit * ATTRIBUTE_PREFETCH).index)
         self._look_up_attributes(shown[0].append(shown[1:]).unique())

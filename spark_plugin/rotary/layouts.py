@@ -109,6 +109,11 @@ def table_files(leaf) -> dict:
             for f in sqlplan.items(location.allFiles())}
 
 
+def files_digest(files: dict) -> str:
+    """A digest of :func:`table_files` listings (any JSON-able dict of them): equal only for the same files."""
+    return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
+
+
 def layout_folder(root, source: str, key, batches: int, seed: int) -> Path:
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", source.rstrip("/").split("/")[-1])[-40:] or "table"
     digest = hashlib.blake2b(source.encode(), digest_size=6).hexdigest()

@@ -146,8 +146,8 @@ def _query(spark, sql_or_frame, batches, seed, order_seed, confidence, growth, l
 
 
 def _with_lookup(spark, derivation, root):
-    """``derivation`` grouping by a table's unique key instead of it and its other columns, where one of its
-    :attr:`~.rewrite.Derivation.dependent_keys` has a key Spark finds unique (:func:`.unique.is_unique`)."""
+    """``derivation`` without a table's other columns in its groups (looked up by the table's key instead), where
+    one of its :attr:`~.rewrite.Derivation.dependent_keys` has a key Spark finds unique (:func:`.unique.is_unique`)."""
     from .unique import is_unique
 
     for dependent in derivation.dependent_keys:
@@ -337,14 +337,10 @@ class ProgressiveSQL(ProgressiveQuery):
     def tables_digest(self) -> str:
         """A digest of every file the query's tables read (path, size, modification time): a checkpoint
         resumes only over the same data."""
-        import hashlib
-        import json
+        from .layouts import files_digest, table_files
 
-        from .layouts import table_files
-
-        files = {node.source: table_files(node) for node in self.derivation.plan.walk()
-                 if not node.children and node.source.startswith("files:")}
-        return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
+        return files_digest({node.source: table_files(node) for node in self.derivation.plan.walk()
+                             if not node.children and node.source.startswith("files:")})
 
 
 def _without_batch(jvm, frame):

@@ -9,7 +9,6 @@ asked again; without a layouts folder it is asked every time.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from pathlib import Path
@@ -31,7 +30,7 @@ def is_unique(spark, leaf, attribute, root=False) -> bool:
         try:
             cache.parent.mkdir(parents=True, exist_ok=True)
             tmp = cache.with_name(cache.name + ".tmp")
-            tmp.write_text(json.dumps({**_read(cache), key: answer}, indent=1))
+            tmp.write_text(json.dumps({**known, key: answer}, indent=1))
             tmp.replace(cache)
         except OSError as e:  # a read-only folder: asked again next time
             LOG.info("cannot remember in %s that %s is%s unique: %s", cache, attribute.name,
@@ -54,10 +53,9 @@ def _cache_key(leaf, attribute) -> str | None:
     """The table's source, the column and a digest of the table's files (None: not a file table)."""
     if not leaf.source.startswith("files:"):
         return None
-    from .layouts import table_files
+    from .layouts import files_digest, table_files
 
-    files = json.dumps(table_files(leaf), sort_keys=True)
-    return f"{leaf.source}|{attribute.name}|{hashlib.sha256(files.encode()).hexdigest()[:16]}"
+    return f"{leaf.source}|{attribute.name}|{files_digest(table_files(leaf))[:16]}"
 
 
 def _read(cache: Path | None) -> dict:
