@@ -66,10 +66,10 @@ def up(spec: ClusterSpec, directory: Path | None = None, log=print) -> dict:
         raise ClusterError("--hosts, --executors-per-host and --apps must be >= 1, and --iops >= 0.")
     net_reason = isolation.network_unavailable_reason() if spec.isolate else "isolation switched off"
     cg_reasons = isolation.cgroup_unavailable_reasons() if spec.isolate else {
-        c: "isolation switched off" for c in isolation.CONTROLLERS}
+        c: "isolation switched off" for c in isolation.GROUPS}
     use_netns = net_reason is None
     log(f"network: {'a namespace per host' if use_netns else f'loopback addresses ({net_reason})'}")
-    for c in isolation.CONTROLLERS:
+    for c in isolation.GROUPS:
         log(f"cgroup {c}: {'per host' if c not in cg_reasons else f'none ({cg_reasons[c]})'}")
     directory.mkdir(parents=True, exist_ok=True)
     hosts = []
@@ -85,7 +85,7 @@ def up(spec: ClusterSpec, directory: Path | None = None, log=print) -> dict:
     try:
         if use_netns:
             isolation.create_network(hosts)
-        controllers = [c for c in isolation.CONTROLLERS if c not in cg_reasons]
+        controllers = [c for c in isolation.GROUPS if c not in cg_reasons]
         for h in hosts:
             h.cgroups = isolation.create_cgroups(h.index, controllers, cpus=spec.cpus(), memory_mb=spec.memory_mb(),
                                                  iops=spec.iops, local_dir=Path(h.local_dir))

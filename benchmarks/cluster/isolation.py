@@ -10,6 +10,9 @@ Each mechanism is used where this machine allows it and skipped, with the reason
   usage, as Wrangler's executors read it), a ``memory`` group with a limit, and a ``blkio`` group capping
   read and write IOPS on the device of its local directory. The groups are made under the groups this
   process is in, so the hosts stay inside whatever limits this machine already puts on us.
+* **pressure** (cgroup v2, root): per host a group in the v2 hierarchy, whose ``{cpu,io,memory}.pressure``
+  files give the host's own pressure stall information (PSI needs no controller, so this works in hybrid
+  mode too, where the v2 hierarchy carries none). Executors read it instead of the machine's ``/proc/pressure``.
 
 Everything a host is given is named in :class:`HostSpec` and undone by :func:`teardown`, which is safe to
 run twice and after a crash.
@@ -29,6 +32,10 @@ from pathlib import Path
 
 CGROUP_V1 = Path("/sys/fs/cgroup")
 CONTROLLERS = ("cpu", "cpuacct", "memory", "blkio")
+#: The key of a host's v2 group in :attr:`HostSpec.cgroups`, beside the v1 controllers' names.
+PRESSURE = "pressure"
+#: Every group a host may have.
+GROUPS = CONTROLLERS + (PRESSURE,)
 GROUP = "sparkrm-cluster"
 BRIDGE = "sparkrm0"
 SUBNET = ipaddress.ip_network("10.213.7.0/24")
@@ -73,11 +80,26 @@ def network_unavailable_reason() -> str | None:
 
 
 def cgroup_unavailable_reasons() -> dict[str, str]:
-    """Per controller of :data:`CONTROLLERS`, why hosts cannot have a group of it here (absent: they can)."""
+    """Per group of :data:`GROUPS`, why hosts cannot have one here (absent: they can)."""
     if os.geteuid() != 0:
-        return {c: "cgroups need root" for c in CONTROLLERS}
-    return {c: f"no cgroup-v1 {c} controller at {CGROUP_V1 / c}" for c in CONTROLLERS
-            if not (CGROUP_V1 / c / "cgroup.procs").exists()}
+        return {c: "cgroups need root" for c in GROUPS}
+    reasons = {c: f"no cgroup-v1 {c} controller at {CGROUP_V1 / c}" for c in CONTROLLERS
+               if not (CGROUP_V1 / c / "cgroup.procs").exists()}
+    if pressure_root() is None:
+        reasons[PRESSURE] = "no cgroup-v2 hierarchy to read pressure from (executors read /proc/pressure)"
+    return reasons
+
+
+def pressure_root() -> Path | None:
+    """This process's group in the cgroup-v2 hierarchy, where hosts' pressure groups go; ``None`` without one."""
+    mounts = [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()
+              if line.split()[2] == "cgroup2"]
+    if not mounts or os.geteuid() != 0:
+        return None
+    own = next((line.split(":", 2)[2] for line in Path("/proc/self/cgroup").read_text().splitlines()
+                if line.startswith("0::")), "/")
+    folder = Path(mounts[0]) / own.lstrip("/")
+    return folder if (folder / "cgroup.procs").exists() else None
 
 
 def gateway(use_netns: bool) -> str:
@@ -130,10 +152,11 @@ def own_group(controller: str) -> Path:
 
 def create_cgroups(index: int, controllers: list[str], *, cpus: float, memory_mb: int, iops: int,
                    local_dir: Path) -> dict[str, str]:
-    """This host's groups, limited: CPU quota, memory limit, read and write IOPS on its disk (0: no cap)."""
+    """This host's groups of ``controllers`` (of :data:`GROUPS`), limited: CPU quota, memory limit, read and
+    write IOPS on its disk (0: no cap); the pressure group has no limit."""
     groups = {}
     for c in controllers:
-        folder = own_group(c) / GROUP / f"host-{index}"
+        folder = (pressure_root() if c == PRESSURE else own_group(c)) / GROUP / f"host-{index}"
         folder.mkdir(parents=True, exist_ok=True)
         groups[c] = str(folder)
     if "cpu" in groups:
@@ -176,9 +199,10 @@ def teardown(hosts: list[dict]) -> list[str]:
             done = subprocess.run(["ip", "netns", "del", h["netns"]], capture_output=True, text=True)
             if done.returncode and "No such file" not in done.stderr:
                 problems.append(f"network namespace {h['netns']}: {done.stderr.strip()}")
-    for c in CONTROLLERS:
+    for parent in [own_group(c) for c in CONTROLLERS] + [pressure_root()]:
         try:
-            (own_group(c) / GROUP).rmdir()
+            if parent is not None:
+                (parent / GROUP).rmdir()
         except OSError:
             pass  # absent, or still holding a group named above
     if any(h.get("netns") for h in hosts):

@@ -1,4 +1,5 @@
-"""A noisy neighbour for one executor: bursts of CPU starvation at seeded random times.
+"""Noisy neighbours: bursts of CPU starvation of one executor at seeded random times, or (:class:`HostNoise`)
+bursts of hogs inside an emulated host's own groups.
 
 Preferred: the cgroup-v1 ``cpu`` controller (root): the victim executor is moved into its own group whose
 ``cpu.cfs_quota_us`` drops to a small share of one core during a burst and is lifted after it, as a
@@ -222,3 +223,58 @@ def _move(pid: int, group: Path) -> None:
         (group / "cgroup.procs").write_text(f"{pid}\n")
     except ProcessLookupError:
         pass  # exited since it was listed
+
+
+class HostNoise:
+    """Bursts of hogs inside one emulated host's own groups (:mod:`.hogs`): at each burst of ``schedule`` a
+    hog of a kind drawn (seeded) from ``levels`` runs at that kind's level and ends with the burst.
+
+    ``host`` is a host of :func:`benchmarks.cluster.emulated.up`'s state (its ``cgroups`` and ``local_dir``).
+    Use as a context manager; :meth:`start` runs the schedule, leaving ends any hog.
+
+    Attributes
+    ----------
+    bursts_ : list of (int, int)
+        Absolute (start, end) epoch-ms of the bursts actually run.
+    kinds_ : list of str
+        The hog of each burst.
+    """
+
+    def __init__(self, host: dict, schedule, levels: dict[str, float], *, seed: int):
+        from .hogs import Hog
+
+        self.schedule, self.levels = list(schedule), dict(levels)
+        self.rng = random.Random(seed)
+        groups = host["cgroups"]
+        self._hog = lambda kind: Hog(kind, self.levels[kind], groups.values(), directory=host["local_dir"],
+                                     memory_group=groups.get("memory"))
+        self._stop = threading.Event()
+        self._thread = None
+        self.bursts_: list[tuple[int, int]] = []
+        self.kinds_: list[str] = []
+
+    def __enter__(self):
+        return self
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="host-noise", daemon=True)
+        self._thread.start()
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        return False
+
+    def _run(self) -> None:
+        t0 = time.monotonic()
+        kinds = sorted(self.levels)
+        for start, end in self.schedule:
+            if self._stop.wait(max(0.0, start - (time.monotonic() - t0))):
+                return
+            kind = self.rng.choice(kinds)
+            began = int(time.time() * 1000)
+            with self._hog(kind):
+                self._stop.wait(max(0.0, end - (time.monotonic() - t0)))
+            self.bursts_.append((began, int(time.time() * 1000)))
+            self.kinds_.append(kind)

@@ -19,9 +19,7 @@ def write_report(json_path: Path) -> Path:
              v["queue_delay_p50_s"], v.get("delay_overhead_pct_of_task", float("nan")),
              f"{100 * v['victim_task_fraction']:.0f}%", int(v["holds"]), v["held_s"]] for arm, v in s.items()]
     md = report_header(data["meta"], "Wrangler: noisy neighbours, one node per executor") + [
-        f"{_cluster_text(conf)}; executor {conf['victim']} is starved to "
-        f"{100 * conf['share']:.0f}% of a core during seeded random bursts of {_burst_text(conf)} ({conf['noise']})"
-        f"{_others_text(conf)}{_node_text(conf)}; each job has two "
+        f"{_cluster_text(conf)}; {_noise_text(conf)}; each job has two "
         f"stages of {conf['partitions']} CPU-bound tasks. Model trained on {cost['train_rows']} tasks "
         f"({cost['train_stragglers']} stragglers) of a {conf['warmup_jobs']}-job warm-up; then "
         f"{conf['jobs']} measured jobs per arm, {conf['rounds']} round(s), arms in fresh applications with the "
@@ -45,6 +43,11 @@ def write_report(json_path: Path) -> Path:
         md += ["Prediction quality on held-out tasks (the default arm's, later in time than training):", "",
                markdown_table(["threshold", "tasks", "stragglers", "TPR", "FPR", "precision", "ROC AUC"], qrows),
                "", "Thesis reference: TPR about 80%, FPR about 30% (spec §4).", ""]
+        counters = q.get("p=0.7", {}).get("counters", [])
+        if counters:
+            md += ["Counters that carried the ranking (held-out ROC AUC lost when the counter is shuffled; "
+                   "counters with the same signal share it): " + ", ".join(
+                       f"`{c['counter']}` {c['auc_drop']:.3f}" for c in counters) + ".", ""]
         victim = q.get("p=0.7", {}).get("per_node", {}).get(str(conf["victim"]))
         if victim:
             md += [f"The victim's own rows at p=0.7 ({victim['model']} model): TPR {victim['tpr']:.2f}, FPR "
@@ -68,14 +71,31 @@ def _burst_text(conf: dict) -> str:
 def _cluster_text(conf: dict) -> str:
     if conf.get("cluster", "local") == "local":
         return f"`local-cluster[{conf['executors']},1,1024]` (one host: speculation cannot act)"
+    if conf["cluster"] == "emulated":
+        return (f"{conf['executors']} emulated hosts (`benchmarks.cluster`: a network namespace, CPU quota of "
+                f"{conf['host_cpus']:g} cores, memory limit and {conf['iops']} IOPS each), one one-core executor on each")
     return (f"a standalone cluster of {conf['executors']} one-core workers, each on a loopback address of its own "
             f"(so speculative copies can run on another host)")
 
 
-def _others_text(conf: dict) -> str:
+def _noise_text(conf: dict) -> str:
+    if conf.get("cluster") == "emulated":
+        def kinds(levels):
+            return ", ".join(f"{k} {v:g}" for k, v in levels.items())
+        return (f"executor {conf['victim']}'s host runs hogs inside its own groups in seeded random bursts of "
+                f"{_burst_text(conf)}, each burst one of {kinds(conf['victim_levels'])} (cpu and io: processes; "
+                f"memory: fraction of the host's limit held){_others_text(conf, kinds(conf['other_levels']))}")
+    return (f"executor {conf['victim']} is starved to {100 * conf['share']:.0f}% of a core during seeded random "
+            f"bursts of {_burst_text(conf)} ({conf['noise']}){_others_text(conf)}{_node_text(conf)}")
+
+
+def _others_text(conf: dict, hogs: str | None = None) -> str:
     if conf.get("noisy_nodes") != "every":
         return ""
     low, high = conf["other_burst_len"]
+    if hogs is not None:
+        return (f"; every other executor's host runs one of {hogs} in bursts of {low:g}-{high:g} s every "
+                f"{conf['other_burst_gap']:g} s on average, each on its own seed")
     return (f"; every other executor is starved to {100 * conf['other_share']:.0f}% of a core in bursts of "
             f"{low:g}-{high:g} s every {conf['other_burst_gap']:g} s on average, each on its own seed")
 
@@ -90,14 +110,17 @@ def _rounds_section(summary: dict, conf: dict) -> list[str]:
             return f"{r['mean']:.3f} ({per})"
         return f"{r['mean']:.3f} [{r['low']:.2f}, {r['high']:.2f}] ({per})"
 
-    rows = [[arm, cell(v["rounds_vs_speculation"]["job_p99"]), cell(v["rounds_vs_speculation"]["task_seconds"]),
-             "yes" if (v["rounds_vs_speculation"]["job_p99"].get("high") or 2) < 1 else "no"]
-            for arm, v in summary.items() if "rounds_vs_speculation" in v and arm != "speculation"]
-    if not rows:
-        return []
-    return [f"Per round (each arm against speculation in the same round; mean, 95% t-interval over "
-            f"{conf['rounds']} rounds, per-round values):", "",
-            markdown_table(["arm", "job p99 / spec.", "task-s / spec.", "p99 interval below 1"], rows), ""]
+    out = []
+    for base in ("speculation", "speculation-spark4"):
+        key = f"rounds_vs_{base}"
+        rows = [[arm, cell(v[key]["job_p99"]), cell(v[key]["task_seconds"]),
+                 "yes" if (v[key]["job_p99"].get("high") or 2) < 1 else "no"]
+                for arm, v in summary.items() if key in v and arm != base]
+        if rows:
+            out += [f"Per round against `{base}` (each arm against it in the same round; mean, 95% t-interval over "
+                    f"{conf['rounds']} rounds, per-round values):", "",
+                    markdown_table(["arm", f"job p99 / {base}", f"task-s / {base}", "p99 interval below 1"], rows), ""]
+    return out
 
 
 def _ceiling_section(runs: list) -> list[str]:

@@ -29,25 +29,36 @@ from pathlib import Path
 from benchmarks.common import interval, result_path, run_metadata, write_json
 from spark_plugin.standalone import StandaloneCluster
 
-from .noise import CpuGroup, NoisyNeighbour, burst_schedule, unavailable_reason
+from .noise import CpuGroup, HostNoise, NoisyNeighbour, burst_schedule, unavailable_reason
 from .report import write_report
 from .workload import arm_metrics, multi_stage_job, percentiles
 
 #: Speculation as users tune it for short stages: copy a task 1.5x slower than the median once 75% are done.
 SPECULATION = {"spark.speculation": "true", "spark.speculation.multiplier": "1.5",
                "spark.speculation.quantile": "0.75"}
+#: Speculation switched on at Spark 4's defaults (multiplier 3, quantile 0.9), written out for older Sparks.
+SPECULATION_SPARK4 = {"spark.speculation": "true", "spark.speculation.multiplier": "3",
+                      "spark.speculation.quantile": "0.9"}
 ARMS = {
     "default": ({}, None),
     "speculation": (SPECULATION, None),
+    "speculation-spark4": (SPECULATION_SPARK4, None),
     "wrangler": ({}, 0.7),
     "wrangler+speculation": (SPECULATION, 0.7),
+    "wrangler+speculation-spark4": (SPECULATION_SPARK4, 0.7),
     "wrangler-no-threshold": ({}, 0.0),
 }
+#: The baselines every arm is compared with (those of them that ran).
+BASELINES = ("default", "speculation", "speculation-spark4")
 
 
 def run_app(args, master: str, name: str, extra: dict, model: Path | None, p: float | None, jobs: int,
-            work_dir: Path) -> dict:
-    """One application: start, wait for executors, one unmeasured job, then ``jobs`` jobs under noise."""
+            work_dir: Path, cluster: dict | None = None) -> dict:
+    """One application: start, wait for executors, one unmeasured job, then ``jobs`` jobs under noise.
+
+    ``cluster`` is the emulated cluster's state (``--cluster emulated``): noise then runs as hogs inside
+    each host's groups; without it, each executor's process tree is starved through a CPU group of its own.
+    """
     import spark_plugin
     from spark_plugin.wrangler import running
     from benchmarks.common import stop_and_clean  # ends the driver JVM too, so no arm inherits another's conf
@@ -62,6 +73,10 @@ def run_app(args, master: str, name: str, extra: dict, model: Path | None, p: fl
     if master.startswith("spark://"):
         conf.update({"spark.executor.cores": "1", "spark.executor.memory": "1g",
                      "spark.cores.max": str(args.executors)})
+    if cluster is not None:
+        from benchmarks.cluster.emulated import session_conf
+
+        conf.update(session_conf(cluster))
     spark = spark_plugin.session(master, ["wrangler"],
                                  app_name=f"wrangler-bench-{name}", conf=conf)
     app_id = spark.sparkContext.applicationId
@@ -72,24 +87,16 @@ def run_app(args, master: str, name: str, extra: dict, model: Path | None, p: fl
         assert multi_stage_job(spark, args.partitions, args.work) == expected
         mark = tm.mark()
         started = time.time()
-        noise = {}
-        with contextlib.ExitStack() as nodes:
-            for eid, pid in sorted(pids.items()):
-                group = f"sparkrm-wrangler-node-{eid}"
-                pattern = node_pattern(args, eid)
-                if pattern is None:  # a quiet node: its own CPU quota only
-                    if args.node_share is not None:
-                        nodes.enter_context(CpuGroup(pid, group, args.node_share))
-                    continue
-                schedule, share = pattern
-                noise[eid] = nodes.enter_context(NoisyNeighbour(pid, schedule, share=share,
-                                                                normal_share=args.node_share, name=group))
+        with contextlib.ExitStack() as stack:
+            noise = (_starve_executors(args, stack, pids) if cluster is None
+                     else _hogs_in_hosts(args, stack, tm, cluster))
             for neighbour in noise.values():
                 neighbour.start()
             for _ in range(jobs):
                 assert multi_stage_job(spark, args.partitions, args.work) == expected
         wall = time.time() - started
         bursts = {eid: n.bursts_ for eid, n in noise.items()}
+        kinds = {eid: n.kinds_ for eid, n in noise.items() if hasattr(n, "kinds_")}
         time.sleep(2)  # a speculative copy killed when its original won reports its end after the job
         records = tm.records(since=mark)
         loop = running(spark)
@@ -97,15 +104,50 @@ def run_app(args, master: str, name: str, extra: dict, model: Path | None, p: fl
         decisions = dict(Counter(f"{d['why']}:{d['action']}" for d in loop.decisions_)) if loop else {}
         if loop:
             loop.stop()
-        return {"arm": name, "wall_s": wall, "noise": noise[args.victim].method_, "bursts": bursts,
-                "predict_seconds": predict_s, "decisions": decisions, "records": records,
-                **arm_metrics(records, victim=args.victim, bursts=bursts)}
+        return {"arm": name, "wall_s": wall, "noise": "hogs" if cluster else noise[args.victim].method_,
+                "bursts": bursts, "burst_kinds": kinds, "predict_seconds": predict_s, "decisions": decisions,
+                "records": records, **arm_metrics(records, victim=args.victim, bursts=bursts)}
     finally:
         stop_and_clean(spark, app_id)
 
 
+def _starve_executors(args, stack, pids: dict) -> dict:
+    """Each noisy executor's tree in a CPU group of its own, starved in its bursts; the quiet ones capped."""
+    noise = {}
+    for eid, pid in sorted(pids.items()):
+        group = f"sparkrm-wrangler-node-{eid}"
+        pattern = node_pattern(args, eid)
+        if pattern is None:  # a quiet node: its own CPU quota only
+            if args.node_share is not None:
+                stack.enter_context(CpuGroup(pid, group, args.node_share))
+            continue
+        schedule, share = pattern
+        noise[eid] = stack.enter_context(NoisyNeighbour(pid, schedule, share=share, normal_share=args.node_share,
+                                                        name=group))
+    return noise
+
+
+def _hogs_in_hosts(args, stack, tm, cluster: dict) -> dict:
+    """Hogs in the groups of each noisy executor's host (one executor per host), keyed by executor id.
+
+    The pattern follows the executor id, as in the other modes, so that a node keeps its pattern (and its
+    per-node model) in every application, wherever the master placed it.
+    """
+    host_of = {e["executorId"]: e["host"] for e in tm.executors().to_pylist() if e["event"] == "added"}
+    by_address = {h["address"]: h for h in cluster["hosts"]}
+    noise = {}
+    for eid, address in sorted(host_of.items()):
+        pattern = node_pattern(args, eid)
+        if pattern is not None:
+            levels = args.victim_levels if eid == args.victim else args.other_levels
+            noise[eid] = stack.enter_context(HostNoise(by_address[address], pattern[0], levels,
+                                                       seed=args.seed + 100 * (1 + int(eid))))
+    return noise
+
+
 def node_pattern(args, executor_id: str):
-    """``(burst schedule, share in bursts)`` of one node, or ``None`` for a quiet one.
+    """``(burst schedule, share in bursts)`` of one node (an executor id, or on the emulated cluster a host
+    index), or ``None`` for a quiet one.
 
     The victim gets ``--share``, ``--burst-len`` and ``--burst-gap``; with ``--noisy-nodes every`` each
     other node gets ``--other-share``, ``--other-burst-len`` and ``--other-burst-gap`` on a seed of its own,
@@ -143,10 +185,20 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.wrangler", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--executors", type=int, default=3)
-    parser.add_argument("--cluster", choices=("hosts", "local"), default="hosts",
-                        help="one host (loopback address) per executor on a standalone cluster (default), or "
-                             "local-cluster, where every executor shares one host and speculation cannot act")
+    parser.add_argument("--cluster", choices=("hosts", "emulated", "local"), default="hosts",
+                        help="one host (loopback address) per executor on a standalone cluster (default); the "
+                             "emulated hosts of benchmarks.cluster (a network namespace and cgroups each; noise "
+                             "runs as hogs inside the hosts' groups); or local-cluster, where every executor "
+                             "shares one host and speculation cannot act")
     parser.add_argument("--victim", default="2", help="executor id of the noisy neighbour's victim")
+    parser.add_argument("--host-cpus", type=float, default=0.6, help="emulated: each host's CPU quota in cores")
+    parser.add_argument("--iops", type=int, default=200, help="emulated: each host's read and write IOPS cap")
+    parser.add_argument("--victim-levels", type=_levels, default=_levels("cpu=3,io=4,memory=0.97"),
+                        metavar="KIND=LEVEL,...",
+                        help="emulated: the victim host's hogs and their levels, one drawn per burst (cpu and "
+                             "io: processes; memory: fraction of the host's limit; default %(default)s)")
+    parser.add_argument("--other-levels", type=_levels, default=_levels("cpu=1,io=1,memory=0.9"),
+                        metavar="KIND=LEVEL,...", help="emulated: the other hosts' hogs (default %(default)s)")
     parser.add_argument("--partitions", type=int, default=12, help="tasks per stage")
     parser.add_argument("--work", type=int, default=1_500_000, help="Python loop steps per task")
     parser.add_argument("--warmup-jobs", type=int, default=30)
@@ -178,13 +230,19 @@ def main(argv=None) -> int:
     arms = [a.strip() for a in args.arms.split(",") if a.strip()]
     with contextlib.ExitStack() as stack:
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="wrangler-bench-")))
+        cluster = None
         if args.cluster == "hosts":
             master = stack.enter_context(StandaloneCluster(workers=args.executors, cores=1, memory="1g",
                                                            host_per_worker=True)).url
+        elif args.cluster == "emulated":
+            cluster = _emulated_cluster(args, stack, work / "cluster")
+            master = cluster["master"]
         else:
             master = f"local-cluster[{args.executors},1,1024]"
-        print(f"noise: {'cgroup cpu quota' if unavailable_reason() is None else unavailable_reason()}", file=sys.stderr)
-        warm = run_app(args, master, "warmup", {}, None, None, args.warmup_jobs, work)
+        if cluster is None:
+            print(f"noise: {'cgroup cpu quota' if unavailable_reason() is None else unavailable_reason()}",
+                  file=sys.stderr)
+        warm = run_app(args, master, "warmup", {}, None, None, args.warmup_jobs, work, cluster)
         train_rows = rows_of(warm, args)
         t0 = time.perf_counter()
         model = StragglerPredictor(min_node_tasks=50).fit(train_rows)
@@ -195,8 +253,8 @@ def main(argv=None) -> int:
             for name in arms[r % len(arms):] + arms[:r % len(arms)]:
                 extra, p = ARMS[name]
                 print(f"round {r + 1}: {name}", file=sys.stderr)
-                runs.append({"round": r, **run_app(args, master, name, extra,
-                                                   model_path if p is not None else None, p, args.jobs, work)})
+                runs.append({"round": r, **run_app(args, master, name, extra, model_path if p is not None else None,
+                                                   p, args.jobs, work, cluster)})
         held_out = [rows_of(x, args) for x in runs if x["arm"] == "default"]
     quality = {}
     if held_out:
@@ -233,7 +291,7 @@ def summarize(runs: list, arms: list) -> dict:
                          "task_seconds", "speculative_attempts", "queue_delay_p50_s", "queue_delay_p90_s",
                          "median_task_s", "victim_task_fraction", "straggler_fraction", "holds", "held_s",
                          "wall_s")}}
-    for base in ("default", "speculation"):
+    for base in BASELINES:
         if base not in out:
             continue
         for s in out.values():
@@ -259,6 +317,32 @@ def _round_ratios(runs: list, arm: str, base: str) -> dict:
     task_s = [a["task_seconds"] / b["task_seconds"] for a, b in pairs]
     return {"job_p99": {"per_round": p99, **interval(p99)} if p99 else {},
             "task_seconds": {"per_round": task_s, **interval(task_s)} if task_s else {}}
+
+
+def _emulated_cluster(args, stack, directory: Path) -> dict:
+    """Up the emulated hosts (one one-core executor each) for the run; down when it ends."""
+    from benchmarks.cluster import emulated
+
+    state = emulated.up(emulated.ClusterSpec(hosts=args.executors, executors_per_host=1, apps=1,
+                                             cpus_per_host=args.host_cpus, iops=args.iops), directory,
+                        log=lambda line: print(line, file=sys.stderr))
+    stack.callback(emulated.down, directory, log=lambda _: None)
+    if "memory" not in state["hosts"][0]["cgroups"]:
+        for levels in (args.victim_levels, args.other_levels):
+            levels.pop("memory", None)  # the memory hog fills a v1 memory group's limit
+    return state
+
+
+def _levels(text: str) -> dict[str, float]:
+    from .hogs import KINDS
+
+    out = {}
+    for part in text.split(","):
+        kind, _, level = part.partition("=")
+        if kind.strip() not in KINDS or not level:
+            raise argparse.ArgumentTypeError(f"expected KIND=LEVEL pairs with KIND in {', '.join(KINDS)}, got {text!r}")
+        out[kind.strip()] = float(level)
+    return out
 
 
 def _seconds_range(text: str) -> tuple[float, float]:

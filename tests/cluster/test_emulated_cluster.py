@@ -17,12 +17,14 @@ from collections import Counter
 from operator import add
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import spark_plugin
 from benchmarks.cluster import ClusterError, ClusterSpec, down, session_conf, up
 from benchmarks.cluster.isolation import BRIDGE
 from benchmarks.common import stop_and_clean
+from benchmarks.wrangler.hogs import Hog
 from tests.helpers import eventually
 from tests.helpers import executor_ids
 from tests.shuffle_merge import merged_files
@@ -154,6 +156,36 @@ def test_wrangler_sees_network_traffic_only_on_the_host_that_sends_it(spark, tm,
     quiet_rates = rates(quiet)
     assert len(quiet_rates) > 0
     assert busy_rates.max() > 20 * 2**20 and quiet_rates.max() < busy_rates.max() / 10
+
+
+def test_wrangler_reads_each_hosts_own_container_counters(spark, tm, cluster):
+    busy, quiet = cluster["hosts"][0], cluster["hosts"][1]
+    if "cpu" not in busy["cgroups"] or "memory" not in busy["cgroups"]:
+        pytest.skip(f"hosts have no cpu or memory group here: {cluster['skipped']}")
+    host_of = {e["executorId"]: e["host"] for e in tm.executors().to_pylist() if e["event"] == "added"}
+    start_ms = time.time() * 1000
+    with Hog("cpu", 3, busy["cgroups"].values(), directory=busy["local_dir"]):
+        time.sleep(3)
+    end_ms = time.time() * 1000
+    time.sleep(1.5)  # the next samples cover the hog's end
+
+    def during(host):
+        n = tm.records()["node"].to_pandas()
+        n = n[n["executorId"].map(host_of) == host["address"]]
+        return n[(n["time"] >= start_ms + 1000) & (n["time"] <= end_ms)]
+
+    hot = eventually(lambda: [d] if len(d := during(busy)) >= 2 else None)[0]
+    cold = during(quiet)
+    # the hog shares the busy host's quota: its executors see the throttling, the quiet host's do not
+    assert hot["cgroupThrottledMsPerS"].max() > 100 and cold["cgroupThrottledMsPerS"].max() < 20
+    # memory is read against the host's own limit
+    limit = ClusterSpec(**cluster["spec"]).memory_mb() * 2**20
+    assert np.allclose(hot["cgroupMemUsedBytes"] / (hot["cgroupMemUsedPct"] / 100), limit, rtol=1e-6)
+    assert hot[["cgroupIoReadBytesPerS", "cgroupIoWriteBytesPerS"]].notna().all().all()
+    if Path("/proc/pressure/cpu").exists() or "pressure" in busy["cgroups"]:
+        assert hot["psiCpuSomePct"].between(0, 100).all()
+    if "pressure" in busy["cgroups"]:  # the host's own stalls, not the machine's
+        assert hot["psiCpuSomePct"].mean() > cold["psiCpuSomePct"].mean() + 5
 
 
 def send_from(netns: str, address: str, *, megabytes: int) -> None:

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from spark_plugin.wrangler import StragglerPredictor, build_dataset, evaluate
+from spark_plugin.wrangler.metrics import counter_importance
 from spark_plugin.wrangler.model import CalibratedSVM
 from spark_plugin.wrangler.multitask import MultiTaskSVM, augment
 from spark_plugin.wrangler.sampling import oversample
@@ -56,6 +57,19 @@ def test_per_node_models_catch_the_noisy_executor_and_rarely_flag_the_quiet_ones
     assert report["after_threshold"]["tpr"] >= 0.9 and report["after_threshold"]["fpr"] <= 0.05
     assert report["per_node"]["2"]["model"] == "node" and report["per_node"]["0"]["model"] == "shared"
     assert report["roc_auc"] > 0.95
+    assert {c["counter"] for c in report["counters"][:2]} & {"cgroupThrottledPct", "procCpuPct"}
+
+
+def test_counter_importance_names_the_counters_that_carry_the_ranking_and_not_the_noise(data):
+    train, test = data.split(0.6)
+    model = StragglerPredictor(min_node_tasks=50).fit(train)
+    found = counter_importance(model, test)
+    drops = {c["counter"]: c["auc_drop"] for c in found}
+    # both follow the bursts, so each covers for the other when shuffled: small drops, but the only ones
+    assert {c["counter"] for c in found[:2]} == {"cgroupThrottledPct", "procCpuPct"}
+    assert min(drops["cgroupThrottledPct"], drops["procCpuPct"]) > 0
+    assert drops.get("cpuUserPct", 0.0) < 0.01 * found[0]["auc_drop"]  # pure noise in every executor
+    assert counter_importance(model, test.take(test.y == 0)) == []  # one class: nothing to rank
 
 
 def test_a_node_model_takes_the_candidate_C_that_ranks_its_calibration_rows_best(data):

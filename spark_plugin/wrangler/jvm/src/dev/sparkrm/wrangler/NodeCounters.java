@@ -22,7 +22,8 @@ import java.util.Map;
  * {@code /proc/loadavg}, run queue), memory ({@code /proc/meminfo}), disk ({@code /proc/diskstats}, whole
  * disks only), network ({@code /proc/net/dev}, every interface including loopback, which carries the
  * shuffle traffic between executors on one host), and system/process level (the executor's own CPU and
- * thread states, its cgroup's CPU use and throttling, JVM GC and heap). Cumulative counters become
+ * thread states, JVM GC and heap), plus what the executor's own container suffers ({@link ContainerCounters}:
+ * its cgroup's CPU use and throttling, memory against its limit, block I/O, pressure stalls). Cumulative counters become
  * rates per second over the sampling interval, as Ganglia reports them. A file that cannot be read
  * leaves its fields null; sampling never fails the executor.
  */
@@ -35,11 +36,13 @@ final class NodeCounters {
       "diskReadBytesPerS", "diskWriteBytesPerS", "diskReadsPerS", "diskWritesPerS", "diskBusyPct",
       "netRxBytesPerS", "netTxBytesPerS", "netRxPacketsPerS", "netTxPacketsPerS",
       "procCpuPct", "jvmThreads", "jvmThreadsRunnable", "jvmThreadsBlocked", "jvmThreadsWaiting",
-      "cgroupCpuPct", "cgroupThrottledPct", "cgroupThrottledMsPerS",
+      "cgroupCpuPct", "cgroupThrottledPct", "cgroupThrottledMsPerS", "cgroupMemUsedBytes", "cgroupMemUsedPct",
+      "cgroupMemFailsPerS", "cgroupMajorFaultsPerS", "cgroupIoReadBytesPerS", "cgroupIoWriteBytesPerS", "cgroupIoOpsPerS",
+      "psiCpuSomePct", "psiCpuFullPct", "psiIoSomePct", "psiIoFullPct", "psiMemorySomePct", "psiMemoryFullPct",
       "gcTimeMsPerS", "gcCountPerS", "heapUsedBytes", "heapCommittedBytes"));
 
   private static final long SECTOR_BYTES = 512;
-  private final CgroupCpu cgroup = new CgroupCpu();
+  private final ContainerCounters container = new ContainerCounters();
   private final ThreadMXBean threads = ManagementFactory.getThreadMXBean();
 
   /** One reading: cumulative counters (summed where a file has several rows) and levels. */
@@ -55,7 +58,7 @@ final class NodeCounters {
     long[] net; // rx bytes, rx packets, tx bytes, tx packets
     long processCpuNs;
     int[] threadStates; // all, runnable, blocked, waiting (incl. timed)
-    CgroupCpu.Reading cgroup;
+    ContainerCounters.Reading container;
     long gcMs;
     long gcCount;
     MemoryUsage heap;
@@ -73,7 +76,7 @@ final class NodeCounters {
     r.net = netDev();
     r.processCpuNs = processCpuNs();
     r.threadStates = threadStates();
-    r.cgroup = cgroup.read();
+    r.container = container.read();
     for (GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans()) {
       r.gcMs += Math.max(0, gc.getCollectionTime());
       r.gcCount += Math.max(0, gc.getCollectionCount());
@@ -118,19 +121,51 @@ final class NodeCounters {
     s.put("jvmThreadsRunnable", (double) cur.threadStates[1]);
     s.put("jvmThreadsBlocked", (double) cur.threadStates[2]);
     s.put("jvmThreadsWaiting", (double) cur.threadStates[3]);
-    CgroupCpu.Reading a = prev.cgroup;
-    CgroupCpu.Reading b = cur.cgroup;
-    boolean cg = a != null && b != null && b.usageNs() >= a.usageNs();
-    s.put("cgroupCpuPct", cg ? 100.0 * (b.usageNs() - a.usageNs()) / 1e9 / seconds : null);
-    long periods = cg ? b.periods() - a.periods() : 0;
-    s.put("cgroupThrottledPct", cg ? (periods > 0 ? 100.0 * (b.throttledPeriods() - a.throttledPeriods()) / periods : 0.0)
-        : null);
-    s.put("cgroupThrottledMsPerS", cg ? Math.max(0, b.throttledNs() - a.throttledNs()) / 1e6 / seconds : null);
+    putContainer(s, prev.container, cur.container, seconds);
     s.put("gcTimeMsPerS", (cur.gcMs - prev.gcMs) / seconds);
     s.put("gcCountPerS", (cur.gcCount - prev.gcCount) / seconds);
     s.put("heapUsedBytes", (double) cur.heap.getUsed());
     s.put("heapCommittedBytes", (double) cur.heap.getCommitted());
     return s;
+  }
+
+  /** The container's fields: CPU and I/O as rates, memory as levels, PSI as the percent of time stalled. */
+  private static void putContainer(Map<String, Object> s, ContainerCounters.Reading a, ContainerCounters.Reading b,
+      double seconds) {
+    Long usage = delta(a, b, "cpuUsageNs");
+    Long periods = delta(a, b, "cpuPeriods");
+    Long throttledPeriods = delta(a, b, "cpuThrottledPeriods");
+    Long throttledNs = delta(a, b, "cpuThrottledNs");
+    s.put("cgroupCpuPct", usage == null ? null : 100.0 * usage / 1e9 / seconds);
+    s.put("cgroupThrottledPct", periods == null || throttledPeriods == null ? null
+        : periods > 0 ? 100.0 * throttledPeriods / periods : 0.0);
+    s.put("cgroupThrottledMsPerS", throttledNs == null ? null : throttledNs / 1e6 / seconds);
+    Long used = b.get("memUsedBytes");
+    Long limit = b.get("memLimitBytes");
+    s.put("cgroupMemUsedBytes", used == null ? null : used.doubleValue());
+    s.put("cgroupMemUsedPct", used == null || limit == null || limit <= 0 ? null : 100.0 * used / limit);
+    s.put("cgroupMemFailsPerS", perSecond(delta(a, b, "memFails"), seconds));
+    s.put("cgroupMajorFaultsPerS", perSecond(delta(a, b, "majorFaults"), seconds));
+    s.put("cgroupIoReadBytesPerS", perSecond(delta(a, b, "ioReadBytes"), seconds));
+    s.put("cgroupIoWriteBytesPerS", perSecond(delta(a, b, "ioWriteBytes"), seconds));
+    s.put("cgroupIoOpsPerS", perSecond(delta(a, b, "ioOps"), seconds));
+    for (String resource : new String[] {"Cpu", "Io", "Memory"}) {
+      for (String kind : new String[] {"Some", "Full"}) {
+        Long stalledUs = delta(a, b, "psi" + resource + kind + "Us");
+        s.put("psi" + resource + kind + "Pct", stalledUs == null ? null : Math.min(100.0, stalledUs / 1e4 / seconds));
+      }
+    }
+  }
+
+  /** The growth of a cumulative counter, or null when either reading lacks it or it went back (a group change). */
+  private static Long delta(ContainerCounters.Reading a, ContainerCounters.Reading b, String key) {
+    Long x = a == null ? null : a.get(key);
+    Long y = b == null ? null : b.get(key);
+    return x == null || y == null || y < x ? null : y - x;
+  }
+
+  private static Double perSecond(Long count, double seconds) {
+    return count == null ? null : count / seconds;
   }
 
   private static Double[] cpuPercents(long[] a, long[] b) {

@@ -1,0 +1,68 @@
+"""The benchmark's hogs do what they claim inside real cgroup-v1 groups (root only; skipped elsewhere)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from benchmarks.wrangler.hogs import Hog
+
+V1 = Path("/sys/fs/cgroup")
+
+
+@pytest.fixture
+def group(request):
+    """``group(controller)``: a fresh v1 group of that controller, removed afterwards."""
+    made = []
+
+    def make(controller: str) -> Path:
+        if os.geteuid() != 0 or not (V1 / controller / "cgroup.procs").exists():
+            pytest.skip(f"needs root and a cgroup-v1 {controller} controller")
+        folder = V1 / controller / f"sparkrm-test-hog-{os.getpid()}"
+        folder.mkdir()
+        made.append(folder)
+        return folder
+
+    yield make
+    for folder in made:
+        folder.rmdir()
+
+
+def test_the_memory_hog_fills_its_group_to_the_level_and_stays_under_the_limit(group):
+    memory = group("memory")
+    limit = 256 * 2**20
+    (memory / "memory.limit_in_bytes").write_text(f"{limit}\n")
+    with Hog("memory", 0.8, [memory], directory="/tmp", memory_group=str(memory)):
+        deadline = time.monotonic() + 10
+        while int((memory / "memory.usage_in_bytes").read_text()) < 0.7 * limit and time.monotonic() < deadline:
+            time.sleep(0.1)
+        usage = int((memory / "memory.usage_in_bytes").read_text())
+    assert 0.7 * limit <= usage <= 0.85 * limit
+    assert int((memory / "memory.failcnt").read_text()) == 0  # it never pushed the group to its limit
+
+
+def test_the_io_hog_issues_block_io_charged_to_its_group(group, tmp_path):
+    blkio = group("blkio")
+    if not os.major(os.stat(tmp_path).st_dev):
+        pytest.skip(f"{tmp_path} is on no block device")
+    with Hog("io", 1, [blkio], directory=str(tmp_path)):
+        time.sleep(1.5)
+    done = sum(int(line.split()[2]) for line in (blkio / "blkio.throttle.io_service_bytes").read_text().splitlines()
+               if line.split()[1:2] in (["Read"], ["Write"]))
+    assert done > 4 * 2**20
+
+
+def test_the_cpu_hog_runs_level_processes_in_its_group_and_leaves_none(group):
+    cpu = group("cpu")
+    with Hog("cpu", 2, [cpu], directory="/tmp"):
+        time.sleep(0.5)
+        assert len((cpu / "cgroup.procs").read_text().split()) == 2
+    assert (cpu / "cgroup.procs").read_text().split() == []
+
+
+def test_an_unknown_hog_is_refused_naming_the_kinds():
+    with pytest.raises(ValueError, match="cpu, io, memory"):
+        Hog("network", 1, [], directory="/tmp")
