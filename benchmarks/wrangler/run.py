@@ -224,6 +224,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--arms", default=",".join(ARMS), help="comma-separated subset of " + ",".join(ARMS))
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--tag", default="", help="appended to the result's name (<date>-<sha>-<tag>.json)")
     args = parser.parse_args(argv)
     from spark_plugin.wrangler import StragglerPredictor, evaluate
 
@@ -270,7 +271,10 @@ def main(argv=None) -> int:
     for x in runs:
         x.pop("records")
     meta = run_metadata({k: v for k, v in vars(args).items() if k != "out"} | {"noise": warm["noise"]})
-    path = write_json(result_path("wrangler", "json", meta, args.out),
+    path = result_path("wrangler", "json", meta, args.out)
+    if args.tag:
+        path = path.with_name(f"{path.stem}-{args.tag}{path.suffix}")
+    path = write_json(path,
                       {"meta": meta, "runs": runs, "summary": summary, "quality": quality, "cost": cost,
                        "warmup": {k: v for k, v in warm.items() if k != "records"}})
     print(write_report(path))
