@@ -25,6 +25,8 @@ import threading
 import time
 from pathlib import Path
 
+from .hogs import Hog
+
 CGROUP_V1 = Path("/sys/fs/cgroup")
 CPU_CGROUP = CGROUP_V1 / "cpu"
 #: v1 hierarchies the victim joins: ``cpu`` (quota, throttling) and ``cpuacct`` (usage), as read by the
@@ -135,7 +137,48 @@ class CpuGroup:
         (CPU_CGROUP / self.name / "cpu.cfs_quota_us").write_text(f"{quota}\n")
 
 
-class NoisyNeighbour:
+class Bursts:
+    """Runs ``schedule`` (seconds since :meth:`start`) on a thread of its own: :meth:`_burst` for each burst.
+
+    Subclasses say what a burst does; this class keeps the timing, records ``bursts_`` (absolute (start,
+    end) epoch-ms of the bursts actually run) and, on leaving the context, stops the schedule and waits
+    for any burst in progress to end.
+    """
+
+    def __init__(self, schedule):
+        self.schedule = list(schedule)
+        self._stop = threading.Event()
+        self._thread = None
+        self.bursts_: list[tuple[int, int]] = []
+
+    def __enter__(self):
+        return self
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name=type(self).__name__, daemon=True)
+        self._thread.start()
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        return False
+
+    def _run(self) -> None:
+        t0 = time.monotonic()
+        for start, end in self.schedule:
+            if self._stop.wait(max(0.0, start - (time.monotonic() - t0))):
+                return
+            began = int(time.time() * 1000)
+            self._burst(end - (time.monotonic() - t0))
+            self.bursts_.append((began, int(time.time() * 1000)))
+
+    def _burst(self, seconds: float) -> None:
+        """One burst of ``seconds``; returns early once the schedule is stopped (``self._stop``)."""
+        raise NotImplementedError
+
+
+class NoisyNeighbour(Bursts):
     """Starves the process tree of ``pid`` to ``share`` of one core during each burst of ``schedule``.
 
     Use as a context manager; entering moves the tree into its :class:`CpuGroup` (at ``normal_share``,
@@ -155,15 +198,13 @@ class NoisyNeighbour:
 
     def __init__(self, pid: int, schedule, *, share: float = 0.1, normal_share: float | None = None,
                  name: str = "sparkrm-wrangler-noisy"):
-        self.pid, self.schedule, self.share, self.normal_share = pid, list(schedule), share, normal_share
+        super().__init__(schedule)
+        self.pid, self.share, self.normal_share = pid, share, normal_share
         self.method_ = "cgroup" if unavailable_reason() is None else "signals"
         if normal_share is not None and self.method_ != "cgroup":
             raise RuntimeError(f"A normal CPU share needs the cgroup quota, which is unavailable: {unavailable_reason()}")
         self.group_ = CpuGroup(pid, name, normal_share) if self.method_ == "cgroup" else None
-        self._stop = threading.Event()
-        self._thread = None
         self.pids_: list[int] = []
-        self.bursts_: list[tuple[int, int]] = []
 
     def __enter__(self):
         if self.group_ is not None:
@@ -171,30 +212,15 @@ class NoisyNeighbour:
             self.pids_ = self.group_.pids_
         return self
 
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="noisy-neighbour", daemon=True)
-        self._thread.start()
-
     def __exit__(self, *exc):
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+        super().__exit__(*exc)
         if self.group_ is not None:
             self.group_.__exit__(*exc)
         else:
             self._signal(signal.SIGCONT)
         return False
 
-    def _run(self) -> None:
-        t0 = time.monotonic()
-        for start, end in self.schedule:
-            if self._stop.wait(max(0.0, start - (time.monotonic() - t0))):
-                return
-            began = int(time.time() * 1000)
-            self._starve(end - (time.monotonic() - t0))
-            self.bursts_.append((began, int(time.time() * 1000)))
-
-    def _starve(self, seconds: float) -> None:
+    def _burst(self, seconds: float) -> None:
         if self.group_ is not None:
             self.group_.adopt()
             self.pids_ = self.group_.pids_
@@ -225,7 +251,7 @@ def _move(pid: int, group: Path) -> None:
         pass  # exited since it was listed
 
 
-class HostNoise:
+class HostNoise(Bursts):
     """Bursts of hogs inside one emulated host's own groups (:mod:`.hogs`): at each burst of ``schedule`` a
     hog of a kind drawn (seeded) from ``levels`` runs at that kind's level and ends with the burst.
 
@@ -241,40 +267,15 @@ class HostNoise:
     """
 
     def __init__(self, host: dict, schedule, levels: dict[str, float], *, seed: int):
-        from .hogs import Hog
-
-        self.schedule, self.levels = list(schedule), dict(levels)
+        super().__init__(schedule)
+        self.host, self.levels = host, dict(levels)
         self.rng = random.Random(seed)
-        groups = host["cgroups"]
-        self._hog = lambda kind: Hog(kind, self.levels[kind], groups.values(), directory=host["local_dir"],
-                                     memory_group=groups.get("memory"))
-        self._stop = threading.Event()
-        self._thread = None
-        self.bursts_: list[tuple[int, int]] = []
         self.kinds_: list[str] = []
 
-    def __enter__(self):
-        return self
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="host-noise", daemon=True)
-        self._thread.start()
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-        return False
-
-    def _run(self) -> None:
-        t0 = time.monotonic()
-        kinds = sorted(self.levels)
-        for start, end in self.schedule:
-            if self._stop.wait(max(0.0, start - (time.monotonic() - t0))):
-                return
-            kind = self.rng.choice(kinds)
-            began = int(time.time() * 1000)
-            with self._hog(kind):
-                self._stop.wait(max(0.0, end - (time.monotonic() - t0)))
-            self.bursts_.append((began, int(time.time() * 1000)))
-            self.kinds_.append(kind)
+    def _burst(self, seconds: float) -> None:
+        kind = self.rng.choice(sorted(self.levels))
+        groups = self.host["cgroups"]
+        with Hog(kind, self.levels[kind], groups.values(), directory=self.host["local_dir"],
+                 memory_group=groups.get("memory")):
+            self._stop.wait(max(0.0, seconds))
+        self.kinds_.append(kind)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.wrangler.hogs import Hog
+from benchmarks.wrangler.noise import HostNoise
 
 V1 = Path("/sys/fs/cgroup")
 
@@ -66,3 +67,16 @@ def test_the_cpu_hog_runs_level_processes_in_its_group_and_leaves_none(group):
 def test_an_unknown_hog_is_refused_naming_the_kinds():
     with pytest.raises(ValueError, match="cpu, io, memory"):
         Hog("network", 1, [], directory="/tmp")
+
+
+def test_host_noise_runs_a_hog_in_the_hosts_groups_for_each_burst_only(group):
+    cpu = group("cpu")
+    host = {"cgroups": {"cpu": str(cpu)}, "local_dir": "/tmp"}
+    with HostNoise(host, [(0.0, 1.0), (1.5, 2.0)], {"cpu": 2}, seed=1) as noise:
+        noise.start()
+        time.sleep(0.5)
+        assert len((cpu / "cgroup.procs").read_text().split()) == 2  # in the first burst
+        time.sleep(0.8)
+        assert (cpu / "cgroup.procs").read_text().split() == []  # between bursts
+    assert noise.kinds_ == ["cpu"] * len(noise.bursts_) and 1 <= len(noise.bursts_) <= 2
+    assert (cpu / "cgroup.procs").read_text().split() == []  # leaving ended the one in progress
