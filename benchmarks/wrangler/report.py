@@ -51,7 +51,13 @@ def write_report(json_path: Path) -> Path:
         victim = q.get("p=0.7", {}).get("per_node", {}).get(str(conf["victim"]))
         if victim:
             md += [f"The victim's own rows at p=0.7 ({victim['model']} model): TPR {victim['tpr']:.2f}, FPR "
-                   f"{victim['fpr']:.2f}, {victim['tp']} of {victim['tp'] + victim['fn']} stragglers flagged.", ""]
+                   f"{victim['fpr']:.2f}, {victim['tp']} of {victim['tp'] + victim['fn']} stragglers flagged"
+                   f"{_auc_text(victim)}.", ""]
+        per_node = q.get("p=0.7", {}).get("per_node", {})
+        if any("roc_auc" in v for v in per_node.values()):
+            md += ["ROC AUC of each node's own held-out rows: " + ", ".join(
+                f"executor {node} {v.get('roc_auc', float('nan')):.2f} ({v['model']} model)"
+                for node, v in per_node.items()) + ".", ""]
     fit = cost["fit_seconds"]
     pred = cost["predict_s_per_node"]
     md += [f"Cost: training {cost['train_total_s']:.2f} s in all (shared model {fit.get('shared', 0):.2f} s; per-node "
@@ -61,6 +67,10 @@ def write_report(json_path: Path) -> Path:
            f"![Wrangler arms]({Path(json_path).with_suffix('.png').name})", ""]
     _plot(s, Path(json_path).with_suffix(".png"))
     return write_markdown(json_path, md)
+
+
+def _auc_text(node: dict) -> str:
+    return f", ROC AUC {node['roc_auc']:.2f}" if "roc_auc" in node else ""
 
 
 def _burst_text(conf: dict) -> str:

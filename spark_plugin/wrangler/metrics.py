@@ -47,7 +47,8 @@ def rates(y: np.ndarray, predicted: np.ndarray) -> dict:
 
 
 def evaluate(predictor, data: Dataset, *, confidence: float) -> dict:
-    """Score ``predictor`` on ``data`` (rows it was not trained on)."""
+    """Score ``predictor`` on ``data`` (rows it was not trained on): pooled, and per node with the ROC AUC of
+    the node's own rows (how well its model ranks them, the thesis's per-node measure)."""
     scores, conf = predictor.predict(data.X, data.nodes, data.workloads)
     after = is_flagged(scores, conf, confidence)
     out = {"rows": len(data), "stragglers": int(data.y.sum()), "confidence": confidence,
@@ -56,7 +57,9 @@ def evaluate(predictor, data: Dataset, *, confidence: float) -> dict:
            "per_node": {}}
     for node in sorted(set(data.nodes)):
         rows = data.nodes == node
-        out["per_node"][node] = {"model": predictor.model_kind(node), **rates(data.y[rows], after[rows])}
+        both = len(np.unique(data.y[rows])) == 2
+        out["per_node"][node] = {"model": predictor.model_kind(node), **rates(data.y[rows], after[rows]),
+                                 "roc_auc": float(roc_auc_score(data.y[rows], conf[rows])) if both else float("nan")}
     out["counters"] = counter_importance(predictor, data)
     return out
 

@@ -56,7 +56,8 @@ def test_per_node_models_catch_the_noisy_executor_and_rarely_flag_the_quiet_ones
     report = evaluate(model, test, confidence=0.7)
     assert report["after_threshold"]["tpr"] >= 0.9 and report["after_threshold"]["fpr"] <= 0.05
     assert report["per_node"]["2"]["model"] == "node" and report["per_node"]["0"]["model"] == "shared"
-    assert report["roc_auc"] > 0.95
+    assert report["roc_auc"] > 0.95 and report["per_node"]["2"]["roc_auc"] > 0.95
+    assert np.isnan(report["per_node"]["0"]["roc_auc"])  # a quiet node never straggles: nothing to rank
     assert {c["counter"] for c in report["counters"][:2]} & {"cgroupThrottledPct", "procCpuPct"}
 
 
