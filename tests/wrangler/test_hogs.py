@@ -80,3 +80,14 @@ def test_host_noise_runs_a_hog_in_the_hosts_groups_for_each_burst_only(group):
         assert (cpu / "cgroup.procs").read_text().split() == []  # between bursts
     assert noise.kinds_ == ["cpu"] * len(noise.bursts_) and 1 <= len(noise.bursts_) <= 2
     assert (cpu / "cgroup.procs").read_text().split() == []  # leaving ended the one in progress
+
+
+def test_host_noise_gives_the_kinds_turns_so_a_short_run_meets_each(group):
+    cpu = group("cpu")
+    host = {"cgroups": {"cpu": str(cpu)}, "local_dir": "/tmp"}
+    schedule = [(0.1 * i, 0.1 * i + 0.05) for i in range(6)]
+    with HostNoise(host, schedule, {"cpu": 1, "io": 1, "memory": 0.5}, seed=3) as noise:
+        noise.start()
+        noise._thread.join()
+    assert len(noise.kinds_) == 6 and set(noise.kinds_[:3]) == {"cpu", "io", "memory"}
+    assert noise.kinds_[:3] == noise.kinds_[3:]
