@@ -25,9 +25,6 @@ from .dataset import build_dataset, concat
 from .metrics import choose_confidence, evaluate
 from .predictor import StragglerPredictor
 
-#: Held-out ROC AUC at or below which ``train`` warns that the model is close to chance.
-WEAK_AUC = 0.6
-
 
 def load_rows(paths, *, beta: float, scope: str, workload: str):
     """The labelled rows of telemetry files, in launch order.
@@ -89,7 +86,7 @@ def main(argv=None) -> int:
             print(json.dumps({"model": str(opts.out), "rows": len(rows), "stragglers": int(rows.y.sum()),
                               "calibration_auc": auc, "node_models": sorted(model.node_models_),
                               "fit_seconds": model.fit_seconds_}, indent=1))
-            if not auc > WEAK_AUC:
+            if not auc > StragglerPredictor.MIN_NODE_AUC:
                 print(f"warning: the model ranks its held-out third no better than chance (ROC AUC {auc:.2f}); "
                       f"its holds will mostly be refused by the feedback guard. Record a longer run with slow "
                       f"executors in it, or check `evaluate` on another recording before using it.", file=sys.stderr)

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .model import Abstaining
+
 #: The ``format`` tag of a model (``spark_plugin/jvm/resources/dev/sparkrm/wrangler/model.schema.json``, the
 #: schema Python and the JVM check every model against before it is used).
 FORMAT = "sparkrm-wrangler-model"
@@ -29,7 +31,10 @@ def _vector(values) -> list:
 
 
 def _linear(model) -> dict:
-    """A :class:`.CalibratedSVM` as weights, intercept and sigmoid calibrators."""
+    """A :class:`.CalibratedSVM` (or an :class:`.Abstaining` one) as weights, intercept and sigmoid calibrators."""
+    if isinstance(model, Abstaining):
+        return {"weights": [0.0] * model.fitted.svm_.coef_.shape[1], "intercept": Abstaining.SCORE,
+                "sigmoids": model.sigmoids()}
     sigmoids = [[float(c.calibrators[0].a_), float(c.calibrators[0].b_)]
                 for c in model.calibrator_.calibrated_classifiers_]
     return {"weights": _vector(model.svm_.coef_[0]), "intercept": float(model.svm_.intercept_[0]),

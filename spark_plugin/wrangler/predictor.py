@@ -25,7 +25,7 @@ from sklearn.preprocessing import MinMaxScaler
 
 from .dataset import Dataset
 from .export import write_json
-from .model import CalibratedSVM
+from .model import Abstaining, CalibratedSVM
 from .multitask import MultiTaskSVM
 
 
@@ -49,8 +49,9 @@ class StragglerPredictor:
         Counter names, in column order.
     scaler_ : sklearn.preprocessing.MinMaxScaler
         Fitted on the training rows only.
-    node_models_ : dict of str to CalibratedSVM
-        Each with the C it was chosen with (``model.C``).
+    node_models_ : dict of str to CalibratedSVM or Abstaining
+        Each with the C it was chosen with (``model.C``); :class:`.Abstaining` where the node's best model
+        ranked its calibration rows no better than :attr:`MIN_NODE_AUC` (it never flags that node).
     shared_ : MultiTaskSVM
     fit_seconds_ : dict of str to float
         Wall time to fit each node model, and ``"shared"`` for the multi-task one.
@@ -66,6 +67,9 @@ class StragglerPredictor:
 
     #: Fewest labelled rows, and of each class among the training rows, a model is fitted on.
     MIN_ROWS, MIN_CLASS_ROWS = 30, 3
+    #: Held-out ROC AUC a node's own model must beat to flag its node (else it abstains), and below which
+    #: ``train`` warns that the whole model is close to chance.
+    MIN_NODE_AUC = 0.6
 
     @classmethod
     def untrainable_reason(cls, data: Dataset, calibration_fraction: float = 1 / 3) -> str | None:
@@ -103,13 +107,15 @@ class StragglerPredictor:
         self.n_train_ = len(train)
         return self
 
-    def _fit_node(self, X, y, X_cal, y_cal) -> CalibratedSVM:
-        """The candidate C whose SVM ranks the calibration rows best (ties: the earlier candidate)."""
+    def _fit_node(self, X, y, X_cal, y_cal):
+        """The candidate C whose SVM ranks the calibration rows best (ties: the earlier candidate); an
+        :class:`.Abstaining` model when even that one ranks them no better than ``MIN_NODE_AUC``."""
         fits = [CalibratedSVM(C=C, random_state=self.random_state).fit(X, y, X_cal, y_cal) for C in self.node_C]
         if len(np.unique(y_cal)) < 2:
             return fits[0]
         aucs = [roc_auc_score(y_cal, model.decision_function(X_cal)) for model in fits]
-        return fits[int(np.argmax(aucs))]
+        best = int(np.argmax(aucs))
+        return fits[best] if aucs[best] > self.MIN_NODE_AUC else Abstaining(fits[best], aucs[best])
 
     def predict(self, X, nodes, workloads) -> tuple[np.ndarray, np.ndarray]:
         """SVM scores and calibrated confidences, one per row.
@@ -139,8 +145,10 @@ class StragglerPredictor:
         return float(roc_auc_score(cal.y, self.predict(cal.X, cal.nodes, cal.workloads)[0]))
 
     def model_kind(self, node: str) -> str:
-        """``"node"`` when ``node`` has its own model, else ``"shared"``."""
-        return "node" if node in self.node_models_ else "shared"
+        """``"node"`` when ``node`` has its own model, ``"abstaining"`` when that model never flags, else ``"shared"``."""
+        if node not in self.node_models_:
+            return "shared"
+        return "abstaining" if isinstance(self.node_models_[node], Abstaining) else "node"
 
     def save(self, path) -> Path:
         """Write the fitted predictor to ``path``: JSON for the driver JVM to score if it ends in ``.json``, else joblib."""

@@ -3,9 +3,10 @@
 import numpy as np
 import pytest
 
-from spark_plugin.wrangler import StragglerPredictor, build_dataset, evaluate
+from spark_plugin.wrangler import StragglerPredictor, build_dataset, evaluate, to_json
+from spark_plugin.wrangler.dataset import Dataset
 from spark_plugin.wrangler.metrics import counter_importance
-from spark_plugin.wrangler.model import CalibratedSVM
+from spark_plugin.wrangler.model import Abstaining, CalibratedSVM
 from spark_plugin.wrangler.multitask import MultiTaskSVM, augment
 from spark_plugin.wrangler.sampling import oversample
 
@@ -143,3 +144,22 @@ def test_too_few_rows_or_stragglers_name_why_a_model_cannot_be_trained_yet(data)
     assert "it needs at least 30" in StragglerPredictor.untrainable_reason(data.take(slice(0, 20)))
     calm = data.take(data.y == 0)
     assert "hold 0 stragglers; it needs at least 3 stragglers" in StragglerPredictor.untrainable_reason(calm)
+
+
+def test_a_node_whose_stragglers_no_counter_foretells_gets_a_model_that_never_flags_it(data):
+    rng = np.random.default_rng(5)
+    y = data.y.copy()
+    quiet = data.nodes == "1"
+    y[quiet] = rng.random(quiet.sum()) < 0.15  # ordinary variation: unrelated to any counter
+    noisy = Dataset(data.X, y, data.nodes, data.workloads, data.launch_times, data.features)
+    model = StragglerPredictor(min_node_tasks=50).fit(noisy)
+    assert isinstance(model.node_models_["1"], Abstaining) and model.node_models_["1"].auc <= 0.6
+    assert model.model_kind("1") == "abstaining" and model.model_kind("2") == "node"
+    scores, conf = model.predict(data.X, data.nodes, data.workloads)
+    assert (scores[quiet] == -1).all() and len(set(conf[quiet])) == 1
+    assert evaluate(model, noisy, confidence=0.0)["per_node"]["1"]["fp"] == 0  # never flagged, at any p
+    assert (scores[data.nodes == "2"] > 0).any()  # the foreseeable node still is
+    exported = to_json(model)["nodes"]["1"]
+    assert exported["weights"] == [0.0] * len(data.features) and exported["intercept"] == -1.0
+    a, b = np.array(exported["sigmoids"]).T
+    assert np.isclose(np.mean(1 / (1 + np.exp(-a + b))), conf[quiet][0])  # what the JVM computes from the file
