@@ -5,7 +5,10 @@ its own (``--cluster hosts``, the default; Spark runs a speculative copy only on
 original, so on one host speculation never acts) or on ``local-cluster[E,1,1024]`` (``--cluster
 local``): every executor is a node of its own (its process tree in its own CPU cgroup) and is starved of
 CPU in bursts at seeded random times, each node with its own pattern (:mod:`.noise`): the victim in
-long deep bursts, the others in short shallow ones (``--noisy-nodes victim`` starves the victim alone). A two-stage job runs repeatedly. First a warm-up
+long deep bursts, the others in short shallow ones (``--noisy-nodes victim`` starves the victim alone).
+With ``--cluster emulated`` the executors run on the emulated hosts of :mod:`benchmarks.cluster` (a network
+namespace and cgroups each) and the noise is CPU, disk and memory hogs inside the hosts' own groups
+(:mod:`.hogs`, ``--victim-levels``, ``--other-levels``), as another tenant of the same container would be. A two-stage job runs repeatedly. First a warm-up
 application records telemetry (node samples, tasks) and a :class:`StragglerPredictor` is trained on
 it (two thirds train, one third calibrates). Then, in the same run, each arm is a fresh application
 with the same burst schedules: default Spark, speculation tuned as users tune it (multiplier 1.5,

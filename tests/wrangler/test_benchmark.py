@@ -113,3 +113,12 @@ def test_burst_lengths_are_parsed_as_a_positive_range():
     for bad in ("20,10", "0,5"):
         with pytest.raises(Exception, match="MIN,MAX"):
             _seconds_range(bad)
+
+
+def test_hog_levels_are_parsed_per_kind_and_an_unknown_kind_names_the_known_ones():
+    from benchmarks.wrangler.run import _levels
+
+    assert _levels("cpu=3,io=4,memory=0.97") == {"cpu": 3.0, "io": 4.0, "memory": 0.97}
+    for bad in ("disk=1", "cpu"):
+        with pytest.raises(Exception, match="cpu, io, memory"):
+            _levels(bad)
