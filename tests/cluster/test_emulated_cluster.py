@@ -176,8 +176,10 @@ def test_wrangler_reads_each_hosts_own_container_counters(spark, tm, cluster):
 
     hot = eventually(lambda: [d] if len(d := during(busy)) >= 2 else None)[0]
     cold = during(quiet)
-    # the hog shares the busy host's quota: its executors see the throttling, the quiet host's do not
-    assert hot["cgroupThrottledMsPerS"].max() > 100 and cold["cgroupThrottledMsPerS"].max() < 20
+    # the hog shares the busy host's group: its executors read the group's CPU use, the quiet host's do not
+    # (throttling shows too on an idle machine, but not where other work keeps the hog under its quota)
+    assert hot["cgroupCpuPct"].mean() > 30 and hot["cgroupCpuPct"].mean() > cold["cgroupCpuPct"].mean() + 20
+    assert cold["cgroupThrottledMsPerS"].max() < 20
     # memory is read against the host's own limit
     limit = ClusterSpec(**cluster["spec"]).memory_mb() * 2**20
     assert np.allclose(hot["cgroupMemUsedBytes"] / (hot["cgroupMemUsedPct"] / 100), limit, rtol=1e-6)
