@@ -35,10 +35,8 @@ def _linear(model) -> dict:
     if isinstance(model, Abstaining):
         return {"weights": [0.0] * model.fitted.svm_.coef_.shape[1], "intercept": Abstaining.SCORE,
                 "sigmoids": model.sigmoids()}
-    sigmoids = [[float(c.calibrators[0].a_), float(c.calibrators[0].b_)]
-                for c in model.calibrator_.calibrated_classifiers_]
     return {"weights": _vector(model.svm_.coef_[0]), "intercept": float(model.svm_.intercept_[0]),
-            "sigmoids": sigmoids}
+            "sigmoids": model.sigmoids()}
 
 
 def to_json(predictor) -> dict:

@@ -83,6 +83,11 @@ class CalibratedSVM:
         """Calibrated probability that a task launched now straggles."""
         return self.calibrator_.predict_proba(X)[:, 1]
 
+    def sigmoids(self) -> list:
+        """The calibrators as ``[a, b]`` pairs: confidence = mean of 1 / (1 + exp(a * score + b))."""
+        return [[float(c.calibrators[0].a_), float(c.calibrators[0].b_)]
+                for c in self.calibrator_.calibrated_classifiers_]
+
 
 class Abstaining:
     """A node model that ranked its own held-out rows no better than chance: it never flags its node.
@@ -107,9 +112,8 @@ class Abstaining:
         self.fitted, self.auc, self.C = fitted, auc, fitted.C
 
     def sigmoids(self) -> list:
-        """The fitted model's calibrators as ``[a, b]`` pairs (confidence = mean of 1 / (1 + exp(a s + b)))."""
-        return [[float(c.calibrators[0].a_), float(c.calibrators[0].b_)]
-                for c in self.fitted.calibrator_.calibrated_classifiers_]
+        """The fitted model's calibrators (:meth:`CalibratedSVM.sigmoids`), applied to the constant score."""
+        return self.fitted.sigmoids()
 
     def decision_function(self, X) -> np.ndarray:
         return np.full(len(X), self.SCORE)
