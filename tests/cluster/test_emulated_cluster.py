@@ -165,7 +165,7 @@ def test_wrangler_reads_each_hosts_own_container_counters(spark, tm, cluster):
     host_of = {e["executorId"]: e["host"] for e in tm.executors().to_pylist() if e["event"] == "added"}
     start_ms = time.time() * 1000
     with Hog("cpu", 3, busy["cgroups"].values(), directory=busy["local_dir"]):
-        time.sleep(3)
+        time.sleep(4)
     end_ms = time.time() * 1000
     time.sleep(1.5)  # the next samples cover the hog's end
 
@@ -177,8 +177,11 @@ def test_wrangler_reads_each_hosts_own_container_counters(spark, tm, cluster):
     hot = eventually(lambda: [d] if len(d := during(busy)) >= 2 else None)[0]
     cold = during(quiet)
     # the hog shares the busy host's group: its executors read the group's CPU use, the quiet host's do not
-    # (throttling shows too on an idle machine, but not where other work keeps the hog under its quota)
-    assert hot["cgroupCpuPct"].mean() > 30 and hot["cgroupCpuPct"].mean() > cold["cgroupCpuPct"].mean() + 20
+    # (throttling shows too on an idle machine, but not where other work keeps the hog under its quota).
+    # Judged on the busier half of the samples: on a loaded machine the hog's own start or end can take
+    # a second of the window (CI of 2ad49c6: samples at 31-48% then four at 1%).
+    assert busiest(hot["cgroupCpuPct"]) > 30
+    assert busiest(hot["cgroupCpuPct"]) > busiest(cold["cgroupCpuPct"]) + 20
     assert cold["cgroupThrottledMsPerS"].max() < 20
     # memory is read against the host's own limit
     limit = ClusterSpec(**cluster["spec"]).memory_mb() * 2**20
@@ -187,7 +190,12 @@ def test_wrangler_reads_each_hosts_own_container_counters(spark, tm, cluster):
     if Path("/proc/pressure/cpu").exists() or "pressure" in busy["cgroups"]:
         assert hot["psiCpuSomePct"].between(0, 100).all()
     if "pressure" in busy["cgroups"]:  # the host's own stalls, not the machine's
-        assert hot["psiCpuSomePct"].mean() > cold["psiCpuSomePct"].mean() + 5
+        assert busiest(hot["psiCpuSomePct"]) > busiest(cold["psiCpuSomePct"]) + 5
+
+
+def busiest(readings):
+    """The level a counter held over the busier part of a window (its upper quartile)."""
+    return readings.quantile(0.75)
 
 
 def send_from(netns: str, address: str, *, megabytes: int) -> None:
