@@ -140,6 +140,10 @@ KEYS = KeyTable([
     Key("spark.wrangler.hold.maxDuration", "duration", "15s",
         "Longest continuous hold of one executor; it is then released and not held again for one "
         "interval, so no task waits for it longer than this.", low=100, high=3_600_000),
+    Key("spark.wrangler.hold.maxShare", "double", "0.25",
+        "Largest share of the live executors held at once (at least one, never all): the most confident "
+        "flags are held first. A hold saves only the tail task that would land on its executor, while every "
+        "executor held takes its slots from all tasks.", low=0, high=1, low_open=True),
     Key("spark.wrangler.guard.enabled", "bool", "true",
         "Check every hold against the tasks that were running on its executor when it began (an idle "
         "executor's recent tasks): once they have run no slower than beta times the other executors' tasks "

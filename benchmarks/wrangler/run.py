@@ -69,6 +69,8 @@ def run_app(args, master: str, name: str, extra: dict, model: Path | None, p: fl
     conf = {"spark.wrangler.interval": f"{args.interval_ms}ms", "spark.wrangler.hold.maxDuration": args.hold_cap,
             "spark.sparkrm.telemetry.dir": str(work_dir / name), "spark.ui.showConsoleProgress": "false",
             "spark.default.parallelism": str(args.partitions), **extra}
+    if args.hold_share is not None:
+        conf["spark.wrangler.hold.maxShare"] = str(args.hold_share)
     if model is None:  # node samples only: the loop has no model and trains none
         conf.update({"spark.wrangler.mode": "hint", "spark.wrangler.train.warmup": "24h"})
     else:
@@ -209,6 +211,8 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--interval-ms", type=int, default=1000, help="Wrangler's Delta")
     parser.add_argument("--hold-cap", default="10s", help="spark.wrangler.hold.maxDuration")
+    parser.add_argument("--hold-share", type=float, default=None,
+                        help="spark.wrangler.hold.maxShare (default: the key's default)")
     parser.add_argument("--share", type=float, default=0.1, help="CPU share of one core left during a burst")
     parser.add_argument("--node-share", type=float, default=None,
                         help="cap every executor at this many cores outside bursts, so that each behaves as a "

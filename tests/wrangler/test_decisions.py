@@ -50,9 +50,9 @@ def models(tmp_path_factory):
 class Probe:
     """The probe and what it recorded, as Python values."""
 
-    def __init__(self, jvm, executors="0,1,2", *, guard=True, idle_limit_ms=NO_IDLE_LIMIT, cap=CAP):
+    def __init__(self, jvm, executors="0,1,2", *, guard=True, idle_limit_ms=NO_IDLE_LIMIT, cap=CAP, share=1.0):
         self.java = jvm.dev.sparkrm.wrangler.HoldsProbe(executors, INTERVAL, cap, WINDOW if guard else 0, BETA,
-                                                        idle_limit_ms)
+                                                        idle_limit_ms, float(share))
         self.holds = self.java.holds()
         self.executors = executors.split(",")
         self.running = []
@@ -96,12 +96,27 @@ def test_the_rule_holds_the_most_confident_flagged_executors_and_never_all(jvm):
     choose = jvm.dev.sparkrm.wrangler.JvmDecisions.choose
     preds = {"1": (1.0, 0.95), "2": (0.5, 0.80), "3": (0.2, 0.75), "4": (0.9, 0.6), "5": (-0.1, 0.99)}
     java = java_predictions(jvm, preds)
-    assert list(choose(java, 0.7, 5)) == ["1", "2", "3"]  # "4": confidence 0.6; "5": negative score
-    assert list(choose(java, 0.7, 3)) == ["1", "2"]
-    assert list(choose(java, 0.7, 2)) == ["1"]
-    assert list(choose(java, 0.7, 1)) == []
-    assert list(choose(java, 0.9, 5)) == ["1"]
-    assert list(choose(java, 0.0, 6)) == ["1", "2", "3", "4"]  # p 0 keeps only the score test
+    assert list(choose(java, 0.7, 5, 1.0)) == ["1", "2", "3"]  # "4": confidence 0.6; "5": negative score
+    assert list(choose(java, 0.7, 3, 1.0)) == ["1", "2"]
+    assert list(choose(java, 0.7, 2, 1.0)) == ["1"]
+    assert list(choose(java, 0.7, 1, 1.0)) == []
+    assert list(choose(java, 0.9, 5, 1.0)) == ["1"]
+    assert list(choose(java, 0.0, 6, 1.0)) == ["1", "2", "3", "4"]  # p 0 keeps only the score test
+
+
+@pytest.mark.parametrize("live, share, held", [
+    (3, 0.25, 1),  # at least one
+    (8, 0.25, 2),
+    (12, 0.25, 3),
+    (10, 0.3, 3),
+    (4, 0.5, 2),
+    (2, 0.25, 1),
+    (4, 1.0, 3),  # never all
+])
+def test_the_rule_holds_at_most_its_share_of_the_live_executors(jvm, live, share, held):
+    preds = {str(i): (1.0, 0.99 - i / 100) for i in range(live)}  # every executor flagged, "0" most confident
+    chosen = list(jvm.dev.sparkrm.wrangler.JvmDecisions.choose(java_predictions(jvm, preds), 0.7, live, share))
+    assert chosen == [str(i) for i in range(held)]
 
 
 def java_predictions(jvm, predictions: dict):
@@ -133,7 +148,7 @@ def test_the_jvm_scores_an_exported_model_as_python_does_and_flags_by_the_rule(j
         for start in range(0, 40, 4):
             batch = {str(i): (float(scores[i]), float(confidences[i])) for i in range(start, start + 4)}
             flagged = [ex for ex, (s, c) in batch.items() if is_flagged(s, c, p)]
-            assert sorted(choose(java_predictions(jvm, batch), p, 5)) == sorted(flagged)
+            assert sorted(choose(java_predictions(jvm, batch), p, 5, 1.0)) == sorted(flagged)
 
 
 def test_a_hold_expires_at_its_own_end_renews_up_to_the_cap_and_the_executor_then_rests_one_interval(jvm):
@@ -188,6 +203,15 @@ def test_the_decisions_hold_a_flagged_executor_while_it_stays_flagged_and_releas
     p.java.decisions().install(models["12"])  # both flagged with the same confidence: "1" first, "2" too
     p.at(p.now + INTERVAL).step()
     assert p.current() == ["1", "2"]
+
+
+def test_a_share_of_a_quarter_holds_one_of_three_flagged_executors(jvm, models):
+    p = Probe(jvm, guard=False, share=0.25)
+    p.java.decisions().install(models["12"])
+    for _ in range(3):
+        p.at(p.now + INTERVAL).step()
+    assert p.current() == ["1"]
+    assert {d["executorId"] for d in p.decisions()} == {"1"}
 
 
 def test_hint_mode_holds_nothing_and_records_what_it_would_delay(jvm, models):

@@ -31,6 +31,7 @@ SPARK_SESSION = dict(
     features=["wrangler"],
     conf={"spark.wrangler.interval": f"{INTERVAL_MS}ms", "spark.wrangler.hold.maxDuration": f"{CAP_MS}ms",
           "spark.wrangler.guard.window": f"{WINDOW_MS}ms", "spark.wrangler.train.warmup": "1h",
+          "spark.wrangler.hold.maxShare": "1",  # two of three held at once, so the guard judges both
           "spark.sparkrm.telemetry.dir": "{session_dir}/telemetry", "spark.locality.wait": "0"},
 )
 

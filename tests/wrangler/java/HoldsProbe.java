@@ -32,8 +32,10 @@ public final class HoldsProbe {
    * @param executors comma-separated executor ids
    * @param windowMs the guard's window, 0 for no guard
    * @param idleLimitMs {@code Long.MAX_VALUE} without dynamic allocation
+   * @param maxShare the largest share of the executors held at once
    */
-  public HoldsProbe(String executors, long intervalMs, long maxHoldMs, long windowMs, double beta, long idleLimitMs) {
+  public HoldsProbe(String executors, long intervalMs, long maxHoldMs, long windowMs, double beta, long idleLimitMs,
+      double maxShare) {
     offers = new Scheduler(executors.split(","));
     guard = windowMs > 0 ? new FeedbackGuard(windowMs, 1, beta, 2 * maxHoldMs) : null;
     safety = new HoldSafety(idleLimitMs);
@@ -42,7 +44,7 @@ public final class HoldsProbe {
             verdict.tasks(), "executorMedian", verdict.executorMedian(), "othersMedian", verdict.othersMedian(),
             "backoffMs", backoff)), () -> now);
     holds.bind(offers);
-    decisions = new JvmDecisions(null, holds, intervalMs, 0.7, false, "default", () -> now);
+    decisions = new JvmDecisions(null, holds, intervalMs, 0.7, maxShare, false, "default", () -> now);
     for (String id : offers.executors) safety.executorAdded(id, now);
   }
 

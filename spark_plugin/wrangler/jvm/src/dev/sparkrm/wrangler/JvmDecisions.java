@@ -27,7 +27,8 @@ import org.slf4j.LoggerFactory;
  * is fresh (at most two intervals old); an executor whose newest sample is three intervals (at least 3 s)
  * older than the newest sample of any executor is silent and counts as flagged with confidence 1 (measured
  * against the other executors, so a late feed or a paused driver silences no one). {@link #choose} then
- * applies the scheduling rule; the chosen executors are held for two intervals (renewed while chosen; the
+ * applies the scheduling rule (at most {@code spark.wrangler.hold.maxShare} of the executors, never all); the
+ * chosen executors are held for two intervals (renewed while chosen; the
  * {@link FeedbackGuard} and the cap have the last word in {@link ExecutorHolds}) or, in hint mode, logged.
  * Executors this class held and no longer chooses are released at once. Each choice is kept as a decision
  * ({@link #decisionsJson}), which Python reads back.
@@ -45,6 +46,7 @@ public final class JvmDecisions {
   private final LongSupplier clock;
   private volatile WranglerModel model;
   private volatile double p;
+  private final double maxShare;
   private volatile boolean hint;
   private volatile String workload;
   private volatile boolean paused;
@@ -59,14 +61,16 @@ public final class JvmDecisions {
 
   /**
    * @param model the model to score with, or {@code null} until one is installed
+   * @param maxShare the largest share of the live executors held at once (at least one, never all)
    * @param clock epoch milliseconds: the time each tick decides at
    */
-  JvmDecisions(WranglerModel model, ExecutorHolds holds, long intervalMs, double p, boolean hint, String workload,
-      LongSupplier clock) {
+  JvmDecisions(WranglerModel model, ExecutorHolds holds, long intervalMs, double p, double maxShare, boolean hint,
+      String workload, LongSupplier clock) {
     this.model = model;
     this.holds = holds;
     this.intervalMs = intervalMs;
     this.p = p;
+    this.maxShare = maxShare;
     this.hint = hint;
     this.workload = workload;
     this.clock = clock;
@@ -163,17 +167,20 @@ public final class JvmDecisions {
 
   /**
    * The scheduling rule: executors whose score is positive and confidence above {@code p}, most confident
-   * first (ties by id), never more than {@code live - 1}.
+   * first (ties by id), at most {@code maxShare} of the {@code live} executors (at least one) and never all.
+   * Why a share: Spark already sends a slow executor fewer tasks, so a hold saves only the tail task that
+   * would land there, while every executor held at once takes its slots from every task.
    *
    * @param predictions executor id to {@code {score, confidence}}
    */
-  public static List<String> choose(Map<String, double[]> predictions, double p, int live) {
+  public static List<String> choose(Map<String, double[]> predictions, double p, int live, double maxShare) {
     List<String> flagged = new ArrayList<>();
     predictions.forEach((id, sc) -> {
       if (sc[0] > 0 && sc[1] > p) flagged.add(id);
     });
     flagged.sort(Comparator.comparingDouble((String id) -> -predictions.get(id)[1]).thenComparing(id -> id));
-    return flagged.subList(0, Math.min(flagged.size(), Math.max(0, live - 1)));
+    int most = Math.min(live - 1, Math.max(1, (int) Math.floor(maxShare * live + 1e-9)));
+    return flagged.subList(0, Math.min(flagged.size(), Math.max(0, most)));
   }
 
   private void tick() {
@@ -207,7 +214,7 @@ public final class JvmDecisions {
       }
     }
     if (scored) keep(predictSeconds, (System.nanoTime() - started) / 1e9);
-    List<String> chosen = choose(predictions, p, live.size());
+    List<String> chosen = choose(predictions, p, live.size(), maxShare);
     for (String id : chosen) {
       double[] prediction = predictions.get(id);
       String why = silent.contains(id) ? "silent" : "model";

@@ -143,7 +143,8 @@ public final class WranglerDriver {
     WranglerModel model = path != null && path.endsWith(".json") ? WranglerModel.load(path) : null;
     String workload = conf.getString("spark.wrangler.workload");
     return new JvmDecisions(model, holds, intervalMs, conf.getDouble("spark.wrangler.confidence"),
-        "hint".equals(conf.getString("spark.wrangler.mode")), workload == null ? "default" : workload, clock);
+        conf.getDouble("spark.wrangler.hold.maxShare"), "hint".equals(conf.getString("spark.wrangler.mode")),
+        workload == null ? "default" : workload, clock);
   }
 
   /** Records each guard refutation and logs it: a WARN the first time per executor, INFO after. */
