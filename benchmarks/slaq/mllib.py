@@ -1,15 +1,25 @@
-"""SLAQ vs the fair share on unmodified pyspark.ml estimators (``slaq.fit``), several seeds and loads.
+"""SLAQ against the fair share on unmodified pyspark.ml estimators (``slaq.fit``), several seeds and loads.
 
-    python -m benchmarks.slaq mllib --seeds 0,1,2 --loads 8,4,2 --jobs 8 --rows 40000
+    python -m benchmarks.slaq mllib --mix gradual --seeds 0,1,2 --loads 4,2,1 --jobs 8 --rows 40000
+    python -m benchmarks.slaq mllib --mix gradual ... --arms fair,fair     # the A/A run: is the measurement fair?
     python -m benchmarks.slaq mllib-cost --repeat 5     # what the live feed costs one fit alone
 
-Each job is a pyspark.ml estimator (LogisticRegression, LinearSVC, LinearRegression with L-BFGS,
-KMeans; hyperparameters drawn per seed by :func:`.workload.generate`) fitted by
-:func:`spark_plugin.slaq.fit` on a cached DataFrame, its objective fed live to SLAQ. For every
-seed and load the same jobs run under each policy, one run after another in one application, in
-the order fair, slaq for even seed indices and slaq, fair for odd ones. Per run: mean time to 90%
-and 95% loss reduction and the time-averaged normalized loss (:mod:`.metrics`); per load, the
-slaq/fair ratio of each, per seed and as a mean with a 95% t-interval over seeds.
+Each job is a pyspark.ml estimator fitted by :func:`spark_plugin.slaq.fit` on a cached DataFrame, its
+objective fed live to SLAQ; hyperparameters are drawn per seed (:func:`.workload.generate`). Two
+mixes: ``linear`` (LogisticRegression, LinearSVC, LinearRegression with L-BFGS, KMeans: curves that
+reach 90% of their reduction in 2-4 iterations) and ``gradual`` (GBTClassifier and GBTRegressor with
+tens of trees, a MultilayerPerceptronClassifier: curves that reach 90% after 20-30 iterations; and
+KMeans with many random-start centers, whose curve is steep, as a short job among them).
+
+**Measurement without an order effect.** Every arm of every seed runs in a fresh application of its
+own: data generated and cached, then a short fit (3 iterations) of each estimator of the mix,
+unmeasured (a warm-up of the JVM's and Python's code paths), then the loads one after another. The two arms of a seed run in
+alternated order (seed index even: as given; odd: reversed). ``--arms fair,fair`` compares the fair
+share with itself (labelled ``fair`` and ``fair-2``): its ratio shows what this measurement's own
+spread is, and a slaq/fair ratio means something only where the A/A ratio is about 1 with a narrow
+interval. Per run: mean time to 90% and 95% loss reduction and the time-averaged normalized loss
+(:mod:`.metrics`); per load, the second arm over the first, per seed and as a mean with a 95%
+t-interval over seeds.
 """
 
 from __future__ import annotations
@@ -19,19 +29,42 @@ import time
 from pathlib import Path
 
 from benchmarks.common import (benchmark_session, cluster_label, interval, markdown_table, report_header, result_path,
-                               run_metadata, write_json, write_markdown)
+                               run_metadata, stop_and_clean, write_json, write_markdown)
 
 from . import metrics
 from .workload import JobSpec, generate, run_arrivals, trace
 
 METRICS = ("time_to_90_s", "time_to_95_s", "avg_normalized_loss")
+#: The estimator kinds of each mix.
+MIXES = {"linear": ("logreg", "svm", "linreg", "kmeans"),
+         "gradual": ("gbt", "mlp", "kmeans-wide", "gbt-regression")}
+
+
+def gradual_params(kind: str, rng) -> dict:
+    """Hyperparameters of a ``gradual`` job, drawn with ``rng``."""
+    if kind in ("gbt", "gbt-regression"):
+        return {"max_iter": rng.choice([20, 30, 40]), "depth": rng.choice([3, 4]), "step": rng.choice([0.1, 0.2]),
+                "seed": rng.randrange(1000)}
+    if kind == "mlp":
+        return {"hidden": rng.choice([16, 32]), "max_iter": rng.choice([60, 100]), "seed": rng.randrange(1000)}
+    return {"n_clusters": rng.choice([32, 48, 64]), "max_iter": 40, "seed": rng.randrange(1000)}
+
+
+def linear_params(kind: str, rng) -> dict:
+    """Hyperparameters of a ``linear`` job (iteration counts as in the package trainers' workload)."""
+    from .workload import _params
+
+    return _params(kind, rng)
+
+
+PARAMS = {"linear": linear_params, "gradual": gradual_params}
 
 
 def estimator(spec: JobSpec):
-    """The pyspark.ml estimator a job fits (iteration counts as in the trainers' workload)."""
-    from pyspark.ml.classification import LinearSVC, LogisticRegression
+    """The pyspark.ml estimator a job fits."""
+    from pyspark.ml.classification import GBTClassifier, LinearSVC, LogisticRegression, MultilayerPerceptronClassifier
     from pyspark.ml.clustering import KMeans
-    from pyspark.ml.regression import LinearRegression
+    from pyspark.ml.regression import GBTRegressor, LinearRegression
 
     p = spec.params
     if spec.kind == "logreg":
@@ -40,7 +73,22 @@ def estimator(spec: JobSpec):
         return LinearSVC(maxIter=p["max_iter"], regParam=p["reg"], tol=1e-9)
     if spec.kind == "linreg":
         return LinearRegression(maxIter=p["max_iter"], regParam=p["reg"], solver="l-bfgs", tol=1e-9)
-    return KMeans(k=p["n_clusters"], maxIter=p["max_iter"], seed=p["seed"], tol=1e-9)
+    if spec.kind == "kmeans":
+        return KMeans(k=p["n_clusters"], maxIter=p["max_iter"], seed=p["seed"], tol=1e-9)
+    if spec.kind == "gbt":
+        return GBTClassifier(maxIter=p["max_iter"], maxDepth=p["depth"], stepSize=p["step"], seed=p["seed"])
+    if spec.kind == "mlp":
+        return MultilayerPerceptronClassifier(layers=[FEATURES, p["hidden"], 2], maxIter=p["max_iter"], tol=1e-9,
+                                              seed=p["seed"])
+    if spec.kind == "kmeans-wide":
+        return KMeans(k=p["n_clusters"], maxIter=p["max_iter"], seed=p["seed"], tol=1e-9, initMode="random")
+    if spec.kind == "gbt-regression":
+        return GBTRegressor(maxIter=p["max_iter"], maxDepth=p["depth"], stepSize=p["step"], seed=p["seed"])
+    raise ValueError(f"unknown job kind {spec.kind!r}")
+
+
+#: Features of the generated classification data (the perceptron's input layer).
+FEATURES = 20
 
 
 def dataframes(spark, rows: int, partitions: int) -> dict:
@@ -55,13 +103,21 @@ def dataframes(spark, rows: int, partitions: int) -> dict:
         df.count()
         return df
 
-    x, y = make_classification(rows, 20, n_informative=10, random_state=0)
+    x, y = make_classification(rows, FEATURES, n_informative=10, random_state=0)
     classification = frame(x, y)
-    x, y = make_regression(rows, 20, effective_rank=6, tail_strength=0.6, noise=1.0, random_state=1)
+    x, y = make_regression(rows, FEATURES, effective_rank=6, tail_strength=0.6, noise=1.0, random_state=1)
     regression = frame(x / x.std(0), y / y.std())
     x, _ = make_blobs(rows, 10, centers=16, random_state=2)
     clusters = frame(x, np.zeros(rows))
-    return {"logreg": classification, "svm": classification, "linreg": regression, "kmeans": clusters}
+    x, _ = make_blobs(rows, 10, centers=64, cluster_std=2.0, random_state=4)
+    many_clusters = frame(x, np.zeros(rows))
+    return {"logreg": classification, "svm": classification, "linreg": regression, "kmeans": clusters,
+            "gbt": classification, "mlp": classification, "kmeans-wide": many_clusters, "gbt-regression": regression}
+
+
+def arm_labels(policies: list[str]) -> list[str]:
+    """A label per arm: the policy's name, ``-2`` added to the second of the same policy (A/A runs)."""
+    return [p if p not in policies[:i] else f"{p}-{policies[:i].count(p) + 1}" for i, p in enumerate(policies)]
 
 
 def run_policy(spark, frames: dict, specs: list[JobSpec], policy: str, cores: int, epoch_s: float) -> dict:
@@ -77,6 +133,49 @@ def run_policy(spark, frames: dict, specs: list[JobSpec], policy: str, cores: in
 
         run_arrivals(scheduler, specs, train, policy)
     return {"traces": traces, "summary": metrics.summarize([t for t in traces.values() if len(t["points"]) > 1])}
+
+
+def warm_up(frames: dict, mix: str, seed: int, times: int = 1) -> float:
+    """Fit a short version (3 iterations) of each estimator kind of ``mix`` ``times`` times, unmeasured;
+    returns the seconds it took."""
+    started = time.perf_counter()
+    for spec in generate(len(MIXES[mix]), 1.0, seed, MIXES[mix], PARAMS[mix]):
+        short = estimator(spec)
+        short = short.copy({short.maxIter: 3})
+        for _ in range(times):
+            short.fit(frames[spec.kind])
+    return time.perf_counter() - started
+
+
+def run_arm(args, label: str, policy: str, seed: int) -> dict:
+    """One arm of one seed in a fresh application: data, warm-up, then every load; ``{load: run}``."""
+    conf = {"spark.driver.memory": "2g", "spark.ui.showConsoleProgress": "false", "spark.scheduler.mode": "FAIR"}
+    spark = benchmark_session(args, ["telemetry"], conf=conf, app_name=f"slaq-mllib-{label}-seed{seed}")
+    app_id = spark.sparkContext.applicationId
+    cores = spark.sparkContext.defaultParallelism
+    try:
+        frames = dataframes(spark, args.rows, 2 * cores)
+        warm_s = warm_up(frames, args.mix, seed)
+        out = {}
+        for load in args.loads:
+            specs = generate(args.jobs, load, seed, MIXES[args.mix], PARAMS[args.mix])
+            out[str(load)] = {**run_policy(spark, frames, specs, policy, cores, args.epoch), "warm_up_s": warm_s,
+                              "cores": cores}
+        return out
+    finally:
+        stop_and_clean(spark, app_id)
+
+
+def compare(runs: dict, base: str = "fair", other: str = "slaq") -> dict:
+    """Per load and metric: ``other``/``base`` ratio per seed and its interval over seeds."""
+    out = {}
+    for load, by_seed in runs.items():
+        for key in METRICS:
+            ratios = [r[other]["summary"][key] / r[base]["summary"][key] for r in by_seed.values()
+                      if r[other]["summary"][key] and r[base]["summary"][key]]
+            if ratios:
+                out.setdefault(load, {})[key] = {"per_seed": ratios, **interval(ratios)}
+    return out
 
 
 def feed_cost(args) -> Path:
@@ -128,41 +227,23 @@ def feed_cost(args) -> Path:
     return path
 
 
-def compare(runs: dict) -> dict:
-    """Per load and metric: slaq/fair ratio per seed and its interval over seeds."""
-    out = {}
-    for load, by_seed in runs.items():
-        for key in METRICS:
-            ratios = [r["slaq"]["summary"][key] / r["fair"]["summary"][key] for r in by_seed.values()
-                      if r["slaq"]["summary"][key] and r["fair"]["summary"][key]]
-            if ratios:
-                out.setdefault(load, {})[key] = {"per_seed": ratios, **interval(ratios)}
-    return out
-
-
 def run(args) -> Path:
     from tqdm import tqdm
 
+    policies = [a.strip() for a in args.arms.split(",") if a.strip()]
+    labels = arm_labels(policies)
     meta = run_metadata(vars(args) | {"out": str(args.out)})
-    conf = {"spark.driver.memory": "2g", "spark.ui.showConsoleProgress": "false", "spark.scheduler.mode": "FAIR"}
-    spark = benchmark_session(args, ["telemetry"], conf=conf, app_name="slaq-mllib")
-    cores = spark.sparkContext.defaultParallelism
     runs: dict = {}
-    try:
-        frames = dataframes(spark, args.rows, 2 * cores)
-        with tqdm(total=len(args.seeds) * len(args.loads) * 2, desc="SLAQ on pyspark.ml", unit="run") as bar:
-            for index, seed in enumerate(args.seeds):
-                for load in args.loads:
-                    specs = generate(args.jobs, load, seed)
-                    for policy in (("fair", "slaq") if index % 2 == 0 else ("slaq", "fair")):
-                        bar.set_postfix_str(f"seed {seed}, gap {load:g} s, {policy}")
-                        runs.setdefault(str(load), {}).setdefault(str(seed), {})[policy] = \
-                            run_policy(spark, frames, specs, policy, cores, args.epoch)
-                        bar.update()
-    finally:
-        spark.stop()
-    payload = {"meta": meta, "cores": cores, "runs": runs, "comparison": compare(runs)}
-    path = write_json(result_path("slaq", "mllib.json", meta, args.out), payload)
+    with tqdm(total=len(args.seeds) * len(labels), desc="SLAQ on pyspark.ml", unit="application") as bar:
+        for index, seed in enumerate(args.seeds):
+            order = list(zip(labels, policies))
+            for label, policy in (order if index % 2 == 0 else order[::-1]):
+                bar.set_postfix_str(f"seed {seed}, {label}")
+                for load, run_ in run_arm(args, label, policy, seed).items():
+                    runs.setdefault(load, {}).setdefault(str(seed), {})[label] = run_
+                bar.update()
+    payload = {"meta": meta, "arms": labels, "runs": runs, "comparison": compare(runs, labels[0], labels[1])}
+    path = write_json(result_path("slaq", f"mllib-{args.mix}-{'-'.join(labels)}.json", meta, args.out), payload)
     print(f"wrote {path} and {write_report(path)}")
     return path
 
@@ -172,27 +253,29 @@ def write_report(json_path: Path) -> Path:
 
     data = json.loads(Path(json_path).read_text())
     conf = data["meta"]["conf"]
+    base, other = data["arms"]
     rows = []
     for load, by_metric in data["comparison"].items():
-        per_policy = {p: {k: statistics.fmean(r[p]["summary"][k] for r in data["runs"][load].values()
-                                              if r[p]["summary"][k] is not None) for k in METRICS}
-                      for p in ("fair", "slaq")}
+        per_arm = {a: {k: statistics.fmean(v for r in data["runs"][load].values()
+                                           if (v := r[a]["summary"][k]) is not None) for k in METRICS}
+                   for a in (base, other)}
         for key in METRICS:
             c = by_metric.get(key)
             if c is None:
                 continue
             excludes = c["low"] is not None and (c["high"] < 1 or c["low"] > 1)
-            rows.append([f"{float(load):g} s", key, f"{per_policy['fair'][key]:.3g}", f"{per_policy['slaq'][key]:.3g}",
+            rows.append([f"{float(load):g} s", key, f"{per_arm[base][key]:.3g}", f"{per_arm[other][key]:.3g}",
                          " ".join(f"{r:.2f}" for r in c["per_seed"]),
                          f"{c['mean']:.2f} [{_fmt(c['low'])}, {_fmt(c['high'])}]", "yes" if excludes else "no"])
-    md = report_header(data["meta"], "SLAQ on unmodified pyspark.ml estimators vs the fair share") + [
-        f"{conf['jobs']} jobs per run (LogisticRegression, LinearSVC, LinearRegression with L-BFGS, KMeans via "
-        f"`slaq.fit`; {conf['rows']} generated rows each), Poisson arrivals, {data['cores']} cores "
-        f"(`{cluster_label(conf)}`, FAIR), {conf['epoch']:g} s epochs, seeds "
-        f"{', '.join(map(str, conf['seeds']))} (policy order alternated by seed). Times from arrival to X% of the "
-        "job's loss reduction, averaged over jobs; normalized loss averaged over active jobs and time. "
-        "Ratio slaq / fair per seed, then its mean with a 95% t-interval over seeds.", "",
-        markdown_table(["mean gap", "metric", "fair (mean)", "slaq (mean)", "slaq/fair per seed",
+    kinds = ", ".join(MIXES[conf["mix"]])
+    md = report_header(data["meta"], f"{other} against {base} on unmodified pyspark.ml estimators") + [
+        f"Mix `{conf['mix']}` ({kinds}) via `slaq.fit`, {conf['jobs']} jobs per run on {conf['rows']} generated "
+        f"rows, Poisson arrivals (`{cluster_label(conf)}`, FAIR), {conf['epoch']:g} s epochs, seeds "
+        f"{', '.join(map(str, conf['seeds']))}. Each arm of each seed in a fresh application after a warm-up "
+        "(a short fit of every estimator, unmeasured), the arms' order alternated by seed. Times from arrival to X% "
+        "of the job's loss reduction, averaged over jobs; normalized loss averaged over active jobs and time. "
+        f"Ratio {other} / {base} per seed, then its mean with a 95% t-interval over seeds.", "",
+        markdown_table(["mean gap", "metric", f"{base} (mean)", f"{other} (mean)", f"{other}/{base} per seed",
                         "mean [95% interval]", "interval excludes 1"], rows), ""]
     return write_markdown(json_path, md)
 

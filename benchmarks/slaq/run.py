@@ -127,6 +127,11 @@ def main(argv=None) -> int:
     m.add_argument("--rows", type=int, default=40_000, help="rows of each generated data set (default 40000)")
     m.add_argument("--epoch", type=float, default=1.0, help="scheduling epoch in seconds (default 1)")
     m.add_argument("--executors", type=int, default=2, help="executor JVMs, one core each (default 2)")
+    m.add_argument("--mix", choices=("linear", "gradual"), default="gradual",
+                   help="estimators: linear (L-BFGS models and KMeans) or gradual (boosted trees, "
+                        "perceptrons, KMeans with many centers; default)")
+    m.add_argument("--arms", type=_two_policies, default="fair,slaq",
+                   help="the two policies compared, second over first (default fair,slaq; fair,fair: the A/A run)")
     add_master_option(m)
     mc = sub.add_parser("mllib-cost", help="what slaq.fit's live feed costs one pyspark.ml fit alone")
     mc.add_argument("--repeat", type=int, default=5, help="alternated runs of each way (default 5)")
@@ -190,6 +195,14 @@ def main(argv=None) -> int:
     json_path = write_json(result_path("slaq", "json", meta, args.out), payload)
     print(f"wrote {json_path} and {write_report(json_path)}")
     return 0
+
+
+def _two_policies(text: str) -> str:
+    """``--arms``: two of the scheduler's policies, comma-separated (the same one twice for an A/A run)."""
+    arms = [a.strip() for a in text.split(",")]
+    if len(arms) != 2 or not set(arms) <= set(POLICIES + ("maxmin",)):
+        raise argparse.ArgumentTypeError(f"expected two of fair, slaq, maxmin separated by a comma, got {text!r}")
+    return ",".join(arms)
 
 
 def _mean_errors(per_job: list[dict]) -> dict:

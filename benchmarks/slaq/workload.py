@@ -24,13 +24,18 @@ class JobSpec:
     params: dict = field(default_factory=dict)
 
 
-def generate(jobs: int, mean_gap_s: float, seed: int = 0) -> list[JobSpec]:
-    """``jobs`` jobs, kinds and hyperparameters drawn with ``seed``, Poisson arrivals with mean gap ``mean_gap_s``."""
+def generate(jobs: int, mean_gap_s: float, seed: int = 0, kinds=KINDS, params=None) -> list[JobSpec]:
+    """``jobs`` jobs, kinds and hyperparameters drawn with ``seed``, Poisson arrivals with mean gap ``mean_gap_s``.
+
+    The first ``len(kinds)`` jobs take each kind once, the rest draw theirs; ``params(kind, rng)`` draws a
+    job's hyperparameters (default: the package trainers' ones).
+    """
     rng = random.Random(seed)
+    draw = params or _params
     specs, t = [], 0.0
     for i in range(jobs):
-        kind = KINDS[i % len(KINDS)] if i < len(KINDS) else rng.choice(KINDS)
-        specs.append(JobSpec(f"{kind}-{i}", kind, round(t, 3), _params(kind, rng)))
+        kind = kinds[i % len(kinds)] if i < len(kinds) else rng.choice(kinds)
+        specs.append(JobSpec(f"{kind}-{i}", kind, round(t, 3), draw(kind, rng)))
         t += rng.expovariate(1.0 / mean_gap_s)
     return specs
 

@@ -84,3 +84,24 @@ def test_mllib_comparison_gives_per_seed_ratios_and_a_t_interval():
     assert ci["mean"] == pytest.approx(0.6) and ci["low"] == pytest.approx(0.6 - 4.303 * 0.1 / 3 ** 0.5, abs=1e-4)
     assert ci["high"] < 1  # all three seeds gained: the interval excludes 1
     assert mllib.interval([0.8])["low"] is None
+
+
+def test_an_aa_run_labels_its_second_arm_and_compares_it_with_the_first():
+    from benchmarks.slaq import mllib
+
+    assert mllib.arm_labels(["fair", "slaq"]) == ["fair", "slaq"]
+    assert mllib.arm_labels(["fair", "fair"]) == ["fair", "fair-2"]
+    summary = {"time_to_90_s": 10, "time_to_95_s": 20, "avg_normalized_loss": 0.5}
+    runs = {"1.0": {"0": {"fair": {"summary": summary}, "fair-2": {"summary": {**summary, "time_to_90_s": 11}}}}}
+    assert mllib.compare(runs, "fair", "fair-2")["1.0"]["time_to_90_s"]["per_seed"] == [1.1]
+
+
+@pytest.mark.parametrize("mix", ["linear", "gradual"])
+def test_each_mix_draws_every_kind_first_and_the_same_jobs_for_a_seed(mix):
+    from benchmarks.slaq import mllib
+    from benchmarks.slaq.workload import generate
+
+    jobs = generate(9, 2.0, 4, mllib.MIXES[mix], mllib.PARAMS[mix])
+    assert [j.kind for j in jobs[:4]] == list(mllib.MIXES[mix])
+    assert jobs == generate(9, 2.0, 4, mllib.MIXES[mix], mllib.PARAMS[mix])
+    assert len({j.arrival_s for j in jobs}) == 9 and jobs != generate(9, 2.0, 5, mllib.MIXES[mix], mllib.PARAMS[mix])
