@@ -1,6 +1,6 @@
 """SLAQ against the fair share on unmodified pyspark.ml estimators (``slaq.fit``), several seeds and loads.
 
-    python -m benchmarks.slaq mllib --mix gradual --seeds 0,1,2 --loads 4,2,1 --jobs 8 --rows 40000
+    python -m benchmarks.slaq mllib --mix gradual --seeds 0,1,2 --loads 2,0.5 --jobs 8 --rows 40000
     python -m benchmarks.slaq mllib --mix gradual ... --arms fair,fair     # the A/A run: is the measurement fair?
     python -m benchmarks.slaq mllib-cost --repeat 5     # what the live feed costs one fit alone
 
@@ -13,13 +13,12 @@ KMeans with many random-start centers, whose curve is steep, as a short job amon
 
 **Measurement without an order effect.** Every arm of every seed runs in a fresh application of its
 own: data generated and cached, then a short fit (3 iterations) of each estimator of the mix,
-unmeasured (a warm-up of the JVM's and Python's code paths), then the loads one after another. The two arms of a seed run in
-alternated order (seed index even: as given; odd: reversed). ``--arms fair,fair`` compares the fair
-share with itself (labelled ``fair`` and ``fair-2``): its ratio shows what this measurement's own
-spread is, and a slaq/fair ratio means something only where the A/A ratio is about 1 with a narrow
-interval. Per run: mean time to 90% and 95% loss reduction and the time-averaged normalized loss
-(:mod:`.metrics`); per load, the second arm over the first, per seed and as a mean with a 95%
-t-interval over seeds.
+unmeasured (a warm-up of the JVM's and Python's code paths), then the loads one after another. The
+two arms of a seed run in alternated order (seed index even: as given; odd: reversed).
+``--arms fair,fair`` compares the fair share with itself (labelled ``fair`` and ``fair-2``): its ratio
+shows this measurement's own spread, and a slaq/fair ratio means something only outside it. Per run:
+mean time to 90% and 95% loss reduction and the time-averaged normalized loss (:mod:`.metrics`); per
+load, the second arm over the first, per seed and as a mean with a 95% t-interval over seeds.
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ from benchmarks.common import (benchmark_session, cluster_label, interval, markd
                                run_metadata, stop_and_clean, write_json, write_markdown)
 
 from . import metrics
-from .workload import JobSpec, generate, run_arrivals, trace
+from .workload import JobSpec, generate, run_arrivals, trace, trainer_params
 
 METRICS = ("time_to_90_s", "time_to_95_s", "avg_normalized_loss")
 #: The estimator kinds of each mix.
@@ -50,14 +49,10 @@ def gradual_params(kind: str, rng) -> dict:
     return {"n_clusters": rng.choice([32, 48, 64]), "max_iter": 40, "seed": rng.randrange(1000)}
 
 
-def linear_params(kind: str, rng) -> dict:
-    """Hyperparameters of a ``linear`` job (iteration counts as in the package trainers' workload)."""
-    from .workload import _params
-
-    return _params(kind, rng)
-
-
-PARAMS = {"linear": linear_params, "gradual": gradual_params}
+#: How each mix draws a job's hyperparameters (``linear``: iteration counts as in the trainers' workload).
+PARAMS = {"linear": trainer_params, "gradual": gradual_params}
+#: Features of the generated classification data (the perceptron's input layer).
+FEATURES = 20
 
 
 def estimator(spec: JobSpec):
@@ -85,10 +80,6 @@ def estimator(spec: JobSpec):
     if spec.kind == "gbt-regression":
         return GBTRegressor(maxIter=p["max_iter"], maxDepth=p["depth"], stepSize=p["step"], seed=p["seed"])
     raise ValueError(f"unknown job kind {spec.kind!r}")
-
-
-#: Features of the generated classification data (the perceptron's input layer).
-FEATURES = 20
 
 
 def dataframes(spark, rows: int, partitions: int) -> dict:
@@ -135,15 +126,13 @@ def run_policy(spark, frames: dict, specs: list[JobSpec], policy: str, cores: in
     return {"traces": traces, "summary": metrics.summarize([t for t in traces.values() if len(t["points"]) > 1])}
 
 
-def warm_up(frames: dict, mix: str, seed: int, times: int = 1) -> float:
-    """Fit a short version (3 iterations) of each estimator kind of ``mix`` ``times`` times, unmeasured;
-    returns the seconds it took."""
+def warm_up(frames: dict, mix: str, seed: int) -> float:
+    """Fit a short version (3 iterations) of each estimator kind of ``mix``, unmeasured; returns the seconds
+    it took."""
     started = time.perf_counter()
     for spec in generate(len(MIXES[mix]), 1.0, seed, MIXES[mix], PARAMS[mix]):
         short = estimator(spec)
-        short = short.copy({short.maxIter: 3})
-        for _ in range(times):
-            short.fit(frames[spec.kind])
+        short.copy({short.maxIter: 3}).fit(frames[spec.kind])
     return time.perf_counter() - started
 
 

@@ -28,10 +28,10 @@ def generate(jobs: int, mean_gap_s: float, seed: int = 0, kinds=KINDS, params=No
     """``jobs`` jobs, kinds and hyperparameters drawn with ``seed``, Poisson arrivals with mean gap ``mean_gap_s``.
 
     The first ``len(kinds)`` jobs take each kind once, the rest draw theirs; ``params(kind, rng)`` draws a
-    job's hyperparameters (default: the package trainers' ones).
+    job's hyperparameters (default: :func:`trainer_params`).
     """
     rng = random.Random(seed)
-    draw = params or _params
+    draw = params or trainer_params
     specs, t = [], 0.0
     for i in range(jobs):
         kind = kinds[i % len(kinds)] if i < len(kinds) else rng.choice(kinds)
@@ -40,7 +40,8 @@ def generate(jobs: int, mean_gap_s: float, seed: int = 0, kinds=KINDS, params=No
     return specs
 
 
-def _params(kind: str, rng: random.Random) -> dict:
+def trainer_params(kind: str, rng: random.Random) -> dict:
+    """Hyperparameters of a job of the package's trainers, drawn with ``rng``."""
     if kind == "logreg":
         return {"step": rng.choice([1.0, 2.0, 4.0]), "reg": rng.choice([1e-4, 1e-3]), "max_iter": 40}
     if kind == "svm":
