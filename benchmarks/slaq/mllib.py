@@ -82,11 +82,31 @@ def estimator(spec: JobSpec):
     raise ValueError(f"unknown job kind {spec.kind!r}")
 
 
-def dataframes(spark, rows: int, partitions: int) -> dict:
-    """One cached DataFrame per kind (``features`` and ``label``), ``rows`` generated rows each."""
+#: The generated data set each kind of job fits.
+DATA_OF = {"logreg": "classification", "svm": "classification", "gbt": "classification", "mlp": "classification",
+           "linreg": "regression", "gbt-regression": "regression", "kmeans": "clusters",
+           "kmeans-wide": "many_clusters"}
+
+
+def dataframes(spark, rows: int, partitions: int, kinds) -> dict:
+    """A cached DataFrame (``features`` and ``label``, ``rows`` generated rows) for each of ``kinds``; only
+    the data sets those kinds fit are generated, each once."""
     import numpy as np
     from pyspark.ml.linalg import Vectors
     from sklearn.datasets import make_blobs, make_classification, make_regression
+
+    def classification():
+        return make_classification(rows, FEATURES, n_informative=10, random_state=0)
+
+    def regression():
+        x, y = make_regression(rows, FEATURES, effective_rank=6, tail_strength=0.6, noise=1.0, random_state=1)
+        return x / x.std(0), y / y.std()
+
+    def clusters():
+        return make_blobs(rows, 10, centers=16, random_state=2)[0], np.zeros(rows)
+
+    def many_clusters():
+        return make_blobs(rows, 10, centers=64, cluster_std=2.0, random_state=4)[0], np.zeros(rows)
 
     def frame(x, y):
         data = [(Vectors.dense(r), float(v)) for r, v in zip(x, y)]
@@ -94,16 +114,10 @@ def dataframes(spark, rows: int, partitions: int) -> dict:
         df.count()
         return df
 
-    x, y = make_classification(rows, FEATURES, n_informative=10, random_state=0)
-    classification = frame(x, y)
-    x, y = make_regression(rows, FEATURES, effective_rank=6, tail_strength=0.6, noise=1.0, random_state=1)
-    regression = frame(x / x.std(0), y / y.std())
-    x, _ = make_blobs(rows, 10, centers=16, random_state=2)
-    clusters = frame(x, np.zeros(rows))
-    x, _ = make_blobs(rows, 10, centers=64, cluster_std=2.0, random_state=4)
-    many_clusters = frame(x, np.zeros(rows))
-    return {"logreg": classification, "svm": classification, "linreg": regression, "kmeans": clusters,
-            "gbt": classification, "mlp": classification, "kmeans-wide": many_clusters, "gbt-regression": regression}
+    makers = {"classification": classification, "regression": regression, "clusters": clusters,
+              "many_clusters": many_clusters}
+    built = {name: frame(*makers[name]()) for name in sorted({DATA_OF[kind] for kind in kinds})}
+    return {kind: built[DATA_OF[kind]] for kind in kinds}
 
 
 def arm_labels(policies: list[str]) -> list[str]:
@@ -143,7 +157,7 @@ def run_arm(args, label: str, policy: str, seed: int) -> dict:
     app_id = spark.sparkContext.applicationId
     cores = spark.sparkContext.defaultParallelism
     try:
-        frames = dataframes(spark, args.rows, 2 * cores)
+        frames = dataframes(spark, args.rows, 2 * cores, MIXES[args.mix])
         warm_s = warm_up(frames, args.mix, seed)
         out = {}
         for load in args.loads:
@@ -186,7 +200,7 @@ def feed_cost(args) -> Path:
              "GBTClassifier": (lambda: GBTClassifier(maxIter=10, maxDepth=4, seed=1), "logreg")}
     results = {}
     try:
-        frames = dataframes(spark, args.rows, cores)
+        frames = dataframes(spark, args.rows, cores, {kind for _, kind in cases.values()})
         for name, (make, kind) in cases.items():
             df = frames[kind]
             make().fit(df)  # warm-up
@@ -219,7 +233,7 @@ def feed_cost(args) -> Path:
 def run(args) -> Path:
     from tqdm import tqdm
 
-    policies = [a.strip() for a in args.arms.split(",") if a.strip()]
+    policies = args.arms
     labels = arm_labels(policies)
     meta = run_metadata(vars(args) | {"out": str(args.out)})
     runs: dict = {}

@@ -197,12 +197,15 @@ def main(argv=None) -> int:
     return 0
 
 
-def _two_policies(text: str) -> str:
+def _two_policies(text: str) -> list[str]:
     """``--arms``: two of the scheduler's policies, comma-separated (the same one twice for an A/A run)."""
+    from spark_plugin.slaq.scheduler import POLICIES as SCHEDULER_POLICIES
+
     arms = [a.strip() for a in text.split(",")]
-    if len(arms) != 2 or not set(arms) <= set(POLICIES + ("maxmin",)):
-        raise argparse.ArgumentTypeError(f"expected two of fair, slaq, maxmin separated by a comma, got {text!r}")
-    return ",".join(arms)
+    if len(arms) != 2 or not set(arms) <= set(SCHEDULER_POLICIES):
+        raise argparse.ArgumentTypeError(f"expected two of {', '.join(sorted(SCHEDULER_POLICIES))} separated by a "
+                                         f"comma, got {text!r}")
+    return arms
 
 
 def _mean_errors(per_job: list[dict]) -> dict:

@@ -1,22 +1,22 @@
 """Wrangler's benchmark: ``python -m benchmarks.wrangler [--jobs N] [--rounds R] [--out DIR]``.
 
-Noisy neighbours on a standalone cluster of E one-core workers, each bound to a loopback address of
-its own (``--cluster hosts``, the default; Spark runs a speculative copy only on another host than the
-original, so on one host speculation never acts) or on ``local-cluster[E,1,1024]`` (``--cluster
-local``): every executor is a node of its own (its process tree in its own CPU cgroup) and is starved of
-CPU in bursts at seeded random times, each node with its own pattern (:mod:`.noise`): the victim in
-long deep bursts, the others in short shallow ones (``--noisy-nodes victim`` starves the victim alone).
-With ``--cluster emulated`` the executors run on the emulated hosts of :mod:`benchmarks.cluster` (a network
+Noisy neighbours on a standalone cluster of E one-core workers, each bound to a loopback address of its
+own (``--cluster hosts``, the default; Spark runs a speculative copy only on another host than the
+original, so on one host speculation never acts) or on ``local-cluster[E,1,1024]`` (``--cluster local``):
+every executor is a node of its own (its process tree in its own CPU cgroup) and is starved of CPU in
+bursts at seeded random times, each node with its own pattern (:mod:`.noise`): the victim in long deep
+bursts, the others in short shallow ones (``--noisy-nodes victim`` starves the victim alone). With
+``--cluster emulated`` the executors run on the emulated hosts of :mod:`benchmarks.cluster` (a network
 namespace and cgroups each) and the noise is CPU, disk and memory hogs inside the hosts' own groups
-(:mod:`.hogs`, ``--victim-levels``, ``--other-levels``), as another tenant of the same container would be. A two-stage job runs repeatedly. First a warm-up
-application records telemetry (node samples, tasks) and a :class:`StragglerPredictor` is trained on
-it (two thirds train, one third calibrates). Then, in the same run, each arm is a fresh application
-with the same burst schedules: default Spark, speculation tuned as users tune it (multiplier 1.5,
-quantile 0.75), Wrangler (p = 0.7), Wrangler with that speculation, and Wrangler without the
-confidence threshold (p = 0). Arms are interleaved over rounds; ratios to speculation are taken per
-round and given with a 95% t-interval over rounds. The held-out prediction quality is measured on the default arm's tasks (no holds bias their
-labels). Writes ``<date>-<sha>.json`` plus a Markdown/PNG report to ``benchmarks/results/wrangler/``
-(or ``--out``).
+(:mod:`.hogs`, ``--victim-levels``, ``--other-levels``), as another tenant of the same container would be.
+A two-stage job runs repeatedly. First a warm-up application records telemetry (node samples, tasks) and a
+:class:`StragglerPredictor` is trained on it (two thirds train, one third calibrates). Then, in the same
+run, each arm is a fresh application with the same burst schedules: default Spark, speculation tuned as
+users tune it (multiplier 1.5, quantile 0.75), Wrangler (p = 0.7), Wrangler with that speculation, and
+Wrangler without the confidence threshold (p = 0). Arms are interleaved over rounds; ratios to speculation
+are taken per round and given with a 95% t-interval over rounds. The held-out prediction quality is
+measured on the default arm's tasks (no holds bias their labels). Writes ``<date>-<sha>.json`` plus a
+Markdown/PNG report to ``benchmarks/results/wrangler/`` (or ``--out``).
 """
 
 from __future__ import annotations

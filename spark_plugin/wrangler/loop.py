@@ -4,8 +4,9 @@ Every hold is decided in the driver JVM (``dev.sparkrm.wrangler.JvmDecisions``):
 every executor's newest node sample with the installed model, flags an executor when its score is
 positive and its confidence above p, and holds the flagged ones most confident first, at most
 ``spark.wrangler.hold.maxShare`` of the executors (at least one) and never all (``mode=hold``: for two
-intervals, renewed while they stay flagged, released at once after) or logs "would delay" (``mode=hint``). An executor whose samples stop while the others' keep coming (a frozen
-JVM, a stalled host) is held as if flagged with full confidence, model or not. The JVM's feedback guard
+intervals, renewed while they stay flagged, released at once after) or logs "would delay"
+(``mode=hint``). An executor whose samples stop while the others' keep coming (a frozen JVM, a stalled
+host) is held as if flagged with full confidence, model or not. The JVM's feedback guard
 has the last word on every hold (``FeedbackGuard``): an executor whose recent tasks are not slow is
 refused, whatever the model says.
 

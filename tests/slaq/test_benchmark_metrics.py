@@ -86,6 +86,17 @@ def test_mllib_comparison_gives_per_seed_ratios_and_a_t_interval():
     assert mllib.interval([0.8])["low"] is None
 
 
+def test_arms_are_two_of_the_schedulers_policies():
+    import argparse
+
+    from benchmarks.slaq.run import _two_policies
+
+    assert _two_policies("fair, slaq") == ["fair", "slaq"] and _two_policies("fair,fair") == ["fair", "fair"]
+    for bad in ("fair", "fair,slaq,maxmin", "fair,fifo"):
+        with pytest.raises(argparse.ArgumentTypeError, match="expected two of fair, maxmin, slaq"):
+            _two_policies(bad)
+
+
 def test_an_aa_run_labels_its_second_arm_and_compares_it_with_the_first():
     from benchmarks.slaq import mllib
 

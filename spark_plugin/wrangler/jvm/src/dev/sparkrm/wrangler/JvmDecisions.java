@@ -28,8 +28,8 @@ import org.slf4j.LoggerFactory;
  * older than the newest sample of any executor is silent and counts as flagged with confidence 1 (measured
  * against the other executors, so a late feed or a paused driver silences no one). {@link #choose} then
  * applies the scheduling rule (at most {@code spark.wrangler.hold.maxShare} of the executors, never all); the
- * chosen executors are held for two intervals (renewed while chosen; the
- * {@link FeedbackGuard} and the cap have the last word in {@link ExecutorHolds}) or, in hint mode, logged.
+ * chosen executors are held for two intervals (renewed while chosen; the {@link FeedbackGuard} and the cap
+ * have the last word in {@link ExecutorHolds}) or, in hint mode, logged.
  * Executors this class held and no longer chooses are released at once. Each choice is kept as a decision
  * ({@link #decisionsJson}), which Python reads back.
  */
