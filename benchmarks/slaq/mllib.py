@@ -125,15 +125,17 @@ def arm_labels(policies: list[str]) -> list[str]:
     return [p if p not in policies[:i] else f"{p}-{policies[:i].count(p) + 1}" for i, p in enumerate(policies)]
 
 
-def run_policy(spark, frames: dict, specs: list[JobSpec], policy: str, cores: int, epoch_s: float) -> dict:
-    """Fit ``specs`` (arriving on time) under ``policy``; returns each job's ``[time, loss]`` trace."""
+def run_policy(spark, frames: dict, specs: list[JobSpec], policy: str, cores: int, epoch_s: float,
+               enforce: str) -> dict:
+    """Fit ``specs`` (arriving on time) under ``policy``, each fit following its grant by ``enforce``; returns
+    each job's ``[time, loss]`` trace."""
     from spark_plugin import slaq
 
     traces = {}
     with slaq.SlaqScheduler(spark, cores=cores, policy=policy, epoch_s=epoch_s) as scheduler:
         def train(spec: JobSpec):
             with scheduler.job(spec.name) as job:
-                slaq.fit(estimator(spec), frames[spec.kind], job)
+                slaq.fit(estimator(spec), frames[spec.kind], job, enforce=enforce)
                 traces[spec.name] = trace(spec, job)
 
         run_arrivals(scheduler, specs, train, policy)
@@ -162,8 +164,8 @@ def run_arm(args, label: str, policy: str, seed: int) -> dict:
         out = {}
         for load in args.loads:
             specs = generate(args.jobs, load, seed, MIXES[args.mix], PARAMS[args.mix])
-            out[str(load)] = {**run_policy(spark, frames, specs, policy, cores, args.epoch), "warm_up_s": warm_s,
-                              "cores": cores}
+            run_ = run_policy(spark, frames, specs, policy, cores, args.epoch, args.enforce)
+            out[str(load)] = {**run_, "warm_up_s": warm_s, "cores": cores}
         return out
     finally:
         stop_and_clean(spark, app_id)
@@ -179,6 +181,43 @@ def compare(runs: dict, base: str = "fair", other: str = "slaq") -> dict:
             if ratios:
                 out.setdefault(load, {})[key] = {"per_seed": ratios, **interval(ratios)}
     return out
+
+
+def compare_jobs(runs: dict, base: str = "fair", other: str = "slaq") -> dict:
+    """Per load, job by job: which estimators gain and whether any job starves.
+
+    ``time_to_90_s``: per estimator kind, ``other``/``base`` of the kind's mean time to 90% per seed and
+    its interval over seeds. ``completion``: each job's time from arrival to its last iteration under
+    ``other`` over the same under ``base`` (same seed, same job), the worst job of each seed.
+    """
+    out = {}
+    for load, by_seed in runs.items():
+        by_kind: dict = {}
+        worst = []
+        for r in by_seed.values():
+            traces = {arm: r[arm].get("traces", {}) for arm in (base, other)}
+            jobs = sorted(set(traces[base]) & set(traces[other]))
+            for kind in sorted({traces[base][j]["kind"] for j in jobs}):
+                means = [_mean_time_to_90([traces[arm][j] for j in jobs if traces[arm][j]["kind"] == kind])
+                         for arm in (base, other)]
+                if all(means):
+                    by_kind.setdefault(kind, []).append(means[1] / means[0])
+            completion = [_completion_s(traces[other][j]) / _completion_s(traces[base][j]) for j in jobs
+                          if _completion_s(traces[base][j]) > 0]
+            if completion:
+                worst.append(max(completion))
+        out[load] = {"time_to_90_s": {kind: {"per_seed": ratios, **interval(ratios)} for kind, ratios in by_kind.items()},
+                     "worst_completion": worst}
+    return out
+
+
+def _mean_time_to_90(traces: list[dict]) -> float | None:
+    times = [t for t in (metrics.time_to_reduction(tr, 0.9) for tr in traces if len(tr["points"]) > 1) if t]
+    return statistics.fmean(times) if times else None
+
+
+def _completion_s(trace: dict) -> float:
+    return trace["points"][-1][0] - trace["arrival_s"] if trace["points"] else 0.0
 
 
 def feed_cost(args) -> Path:
@@ -245,8 +284,10 @@ def run(args) -> Path:
                 for load, run_ in run_arm(args, label, policy, seed).items():
                     runs.setdefault(load, {}).setdefault(str(seed), {})[label] = run_
                 bar.update()
-    payload = {"meta": meta, "arms": labels, "runs": runs, "comparison": compare(runs, labels[0], labels[1])}
-    path = write_json(result_path("slaq", f"mllib-{args.mix}-{'-'.join(labels)}.json", meta, args.out), payload)
+    payload = {"meta": meta, "arms": labels, "runs": runs, "comparison": compare(runs, labels[0], labels[1]),
+               "jobs": compare_jobs(runs, labels[0], labels[1])}
+    name = f"mllib-{args.mix}-{'-'.join(labels)}-{args.enforce}.json"
+    path = write_json(result_path("slaq", name, meta, args.out), payload)
     print(f"wrote {path} and {write_report(path)}")
     return path
 
@@ -262,25 +303,36 @@ def write_report(json_path: Path) -> Path:
         per_arm = {a: {k: statistics.fmean(v for r in data["runs"][load].values()
                                            if (v := r[a]["summary"][k]) is not None) for k in METRICS}
                    for a in (base, other)}
-        for key in METRICS:
-            c = by_metric.get(key)
-            if c is None:
-                continue
-            excludes = c["low"] is not None and (c["high"] < 1 or c["low"] > 1)
-            rows.append([f"{float(load):g} s", key, f"{per_arm[base][key]:.3g}", f"{per_arm[other][key]:.3g}",
-                         " ".join(f"{r:.2f}" for r in c["per_seed"]),
-                         f"{c['mean']:.2f} [{_fmt(c['low'])}, {_fmt(c['high'])}]", "yes" if excludes else "no"])
+        rows += [[f"{float(load):g} s", key, f"{per_arm[base][key]:.3g}", f"{per_arm[other][key]:.3g}",
+                  *_interval_cells(by_metric[key])] for key in METRICS if key in by_metric]
+    jobs = data.get("jobs") or compare_jobs(data["runs"], base, other)
+    kind_rows = [[f"{float(load):g} s", kind, *_interval_cells(c)]
+                 for load, by in jobs.items() for kind, c in by["time_to_90_s"].items()]
+    worst = [[f"{float(load):g} s", " ".join(f"{r:.2f}" for r in by["worst_completion"])] for load, by in jobs.items()]
     kinds = ", ".join(MIXES[conf["mix"]])
+    enforce = conf.get("enforce", "width")  # runs before enforce="share" existed coalesced every fit
     md = report_header(data["meta"], f"{other} against {base} on unmodified pyspark.ml estimators") + [
-        f"Mix `{conf['mix']}` ({kinds}) via `slaq.fit`, {conf['jobs']} jobs per run on {conf['rows']} generated "
-        f"rows, Poisson arrivals (`{cluster_label(conf)}`, FAIR), {conf['epoch']:g} s epochs, seeds "
-        f"{', '.join(map(str, conf['seeds']))}. Each arm of each seed in a fresh application after a warm-up "
+        f"Mix `{conf['mix']}` ({kinds}) via `slaq.fit(..., enforce=\"{enforce}\")`, {conf['jobs']} jobs per run on "
+        f"{conf['rows']} generated rows, Poisson arrivals (`{cluster_label(conf)}`, FAIR), {conf['epoch']:g} s epochs, "
+        f"seeds {', '.join(map(str, conf['seeds']))}. Each arm of each seed in a fresh application after a warm-up "
         "(a short fit of every estimator, unmeasured), the arms' order alternated by seed. Times from arrival to X% "
         "of the job's loss reduction, averaged over jobs; normalized loss averaged over active jobs and time. "
         f"Ratio {other} / {base} per seed, then its mean with a 95% t-interval over seeds.", "",
         markdown_table(["mean gap", "metric", f"{base} (mean)", f"{other} (mean)", f"{other}/{base} per seed",
-                        "mean [95% interval]", "interval excludes 1"], rows), ""]
+                        "mean [95% interval]", "interval excludes 1"], rows), "",
+        f"Time to 90% by estimator: the kind's mean, {other} / {base} per seed.", "",
+        markdown_table(["mean gap", "estimator", f"{other}/{base} per seed", "mean [95% interval]",
+                        "interval excludes 1"], kind_rows), "",
+        f"Starvation: each job's time from arrival to its last iteration, {other} / {base}; the worst job per seed.",
+        "", markdown_table(["mean gap", "worst job per seed"], worst), ""]
     return write_markdown(json_path, md)
+
+
+def _interval_cells(c: dict) -> list[str]:
+    """Table cells of a ratio's interval: per-seed values, mean [low, high], whether it excludes 1."""
+    excludes = c["low"] is not None and (c["high"] < 1 or c["low"] > 1)
+    return [" ".join(f"{r:.2f}" for r in c["per_seed"]), f"{c['mean']:.2f} [{_fmt(c['low'])}, {_fmt(c['high'])}]",
+            "yes" if excludes else "no"]
 
 
 def _fmt(v):

@@ -25,6 +25,8 @@ import numpy as np
 
 from benchmarks.common import add_master_option, benchmark_session, result_path, run_metadata, write_json
 
+from spark_plugin.slaq.estimators import ENFORCEMENT
+
 from . import metrics
 from .report import write_report
 from .workload import JobSpec, PinnedJob, datasets, generate, run_arrivals, trace, trainer
@@ -132,6 +134,9 @@ def main(argv=None) -> int:
                         "perceptrons, KMeans with many centers; default)")
     m.add_argument("--arms", type=_two_policies, default="fair,slaq",
                    help="the two policies compared, second over first (default fair,slaq; fair,fair: the A/A run)")
+    m.add_argument("--enforce", choices=ENFORCEMENT, default="share",
+                   help="how a fit follows its grant (slaq.fit's enforce): share re-sizes running fits through FAIR "
+                        "pools (default), width coalesces each fit's input to its grant at the start")
     add_master_option(m)
     mc = sub.add_parser("mllib-cost", help="what slaq.fit's live feed costs one pyspark.ml fit alone")
     mc.add_argument("--repeat", type=int, default=5, help="alternated runs of each way (default 5)")

@@ -7,22 +7,30 @@ them per SLAQ job; :func:`fit` drains the queue while the estimator trains and r
 iteration to the job, so the predictor sees the loss curve live, as the thesis's modified MLlib
 did, with the estimator itself unchanged.
 
-Cores: the fit starts when the job holds cores and runs on exactly that many: its input is
-coalesced, without a shuffle, to the grant, so no stage over the input has more tasks than the
-grant (with ``spark.scheduler.mode=FAIR`` it also runs in the job's pool). MLlib's loops cannot
-change their parallelism mid-fit, so when the job's grant falls below the cores its fit runs on,
-the fit waits at its next iteration boundary (the JVM holds the fitting thread right after it
-logs the iteration; no task is killed) until the grant is back. Jobs that train several models
-(a grid, folds, a pipeline refit) are re-sized at every ``fit``. Not capped: MLlib's own shuffles
-(the per-iteration sums of KMeans and GaussianMixture, a tree's split search) and the collections
-it parallelizes take ``spark.default.parallelism`` partitions, an application-wide setting.
+Cores: the fit starts when the job holds cores, and follows its grant in one of two ways:
+
+* ``enforce="share"`` (the default under ``spark.scheduler.mode=FAIR``): the input keeps its
+  partitions and the fit runs in the FAIR pool of its grant (``minShare = weight = cores``). At
+  every iteration boundary the JVM moves the fitting thread to the pool of the job's current grant,
+  so a fit is re-sized mid-fit, up as well as down, and the share covers every stage of the fit,
+  MLlib's own shuffles included. A job granted no cores waits at its next boundary. The grant is a
+  share when jobs contend, not a ceiling: a pool takes idle slots nobody else wants.
+* ``enforce="width"`` (the default otherwise, where pools do not share): the input is coalesced,
+  without a shuffle, to the grant, so no stage over the input has more tasks than the grant; MLlib's
+  loops cannot change their parallelism mid-fit, so when the grant falls below the cores the fit
+  runs on, the fit waits at its next iteration boundary until the grant is back, and a larger grant
+  is taken only by the job's next ``fit``. Not capped: MLlib's own shuffles and the collections it
+  parallelizes take ``spark.default.parallelism`` partitions, an application-wide setting.
+
+Either way the JVM holds the fitting thread right after it logs the iteration: no task is killed.
+Jobs that train several models (a grid, folds, a pipeline refit) start each ``fit`` on their grant.
 
 Results equal an unscheduled ``estimator.fit`` of the same rows: the estimator is the user's own,
-with its own parameters. Where an estimator draws random samples per partition (the k-means||
-and random initializations of KMeans, GaussianMixture's initial sample) or its path depends on the
-order of its sums (the perceptron's L-BFGS), coalescing changes the draw: the result is then that
-of ``estimator.fit(df.coalesce(cores))``, an equally valid start, and ``keep_partitions=True``
-keeps the input's partitions (the grant then bounds the job's FAIR share, not its task count).
+with its own parameters, and with ``"share"`` its input is the user's own too. ``"width"`` coalesces
+the input, so where an estimator draws random samples per partition (the k-means|| and random
+initializations of KMeans, GaussianMixture's initial sample) or its path depends on the order of its
+sums (the perceptron's L-BFGS), the result is that of ``estimator.fit(df.coalesce(cores))``, an
+equally valid start.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ import time
 from dataclasses import dataclass
 
 from .. import local_properties
+from ..pools import fair_scheduling
 
 LOG = logging.getLogger(__name__)
 
@@ -65,7 +74,11 @@ OBJECTIVES = {
 }
 
 
-def fit(estimator, df, job, *, params: dict | None = None, keep_partitions: bool = False, poll_s: float = 0.05):
+#: How a fit follows its grant (see the module docstring).
+ENFORCEMENT = ("share", "width")
+
+
+def fit(estimator, df, job, *, params: dict | None = None, enforce: str | None = None, poll_s: float = 0.05):
     """Fit ``estimator`` on ``df`` as SLAQ job ``job``; returns the model ``estimator.fit(df, params)`` returns.
 
     Parameters
@@ -77,8 +90,10 @@ def fit(estimator, df, job, *, params: dict | None = None, keep_partitions: bool
         The training data, as for ``estimator.fit``.
     job : TrainingJob
         From :meth:`SlaqScheduler.job`; every iteration is reported to it.
-    keep_partitions : bool, default=False
-        Keep ``df``'s partitioning instead of coalescing it to the grant (see the module docstring).
+    enforce : {"share", "width"}, default=None
+        How the fit follows its grant (see the module docstring): ``"share"`` re-sizes the running fit
+        through FAIR pools and needs ``spark.scheduler.mode=FAIR``; ``"width"`` coalesces the input to
+        the grant. Default: ``"share"`` under FAIR, else ``"width"``.
     poll_s : float, default=0.05
         How often the feed is drained while the estimator trains.
 
@@ -93,13 +108,15 @@ def fit(estimator, df, job, *, params: dict | None = None, keep_partitions: bool
         LOG.warning("SLAQ cannot see the iterations of %s (it logs no per-iteration objective): it trains as one "
                     "step on the cores granted when it starts; supported: %s", kind, ", ".join(sorted(OBJECTIVES)))
     sc = df.sparkSession.sparkContext
+    enforce = _enforcement(sc, enforce)
     # The job's group, pool and name are this thread's until the fit ends; then the caller's again.
     with local_properties.restored(sc, _THREAD_PROPERTIES):
         cores = job.wait_for_cores()
-        if not keep_partitions and df.rdd.getNumPartitions() > cores:
+        if enforce == "width" and df.rdd.getNumPartitions() > cores:
             df = df.coalesce(cores)
         feed = sc._jvm.dev.sparkrm.slaq.ObjectiveFeed.install()
-        relay = _Relay(feed, job, objective, cores, poll_s)
+        feed.begin(job.name, cores)
+        relay = _Relay(feed, job, objective, cores, enforce, poll_s)
         sc.setLocalProperty(JOB_PROPERTY, job.name)
         relay.start()
         try:
@@ -109,21 +126,37 @@ def fit(estimator, df, job, *, params: dict | None = None, keep_partitions: bool
             feed.close(job.name)
 
 
+def _enforcement(sc, enforce: str | None) -> str:
+    """The checked ``enforce`` argument of :func:`fit`, its default filled in from the scheduler mode."""
+    fair = fair_scheduling(sc)
+    if enforce is None:
+        return "share" if fair else "width"
+    if enforce not in ENFORCEMENT:
+        raise ValueError(f"enforce must be one of {list(ENFORCEMENT)}. Got {enforce!r}.")
+    if enforce == "share" and not fair:
+        raise ValueError("enforce='share' re-sizes a running fit through FAIR pools: set "
+                         "spark.scheduler.mode=FAIR, or use enforce='width'.")
+    return enforce
+
+
 def _epoch_ms() -> float:
     """The wall clock in ms since the epoch: the JVM feed stamps each objective with the same clock."""
     return time.time() * 1000.0
 
 
 class _Relay:
-    """Moves the job's logged objectives from the JVM feed to ``job`` while the estimator trains.
+    """Moves the job's logged objectives from the JVM feed to ``job`` while the estimator trains, and the
+    job's grant to the JVM: held while the fit cannot run on it, re-routed (``"share"``) when it changes.
 
     An iteration's wall time is the gap between its objective's stamp and the previous one (the first:
     since the relay started), less the time the fit was held meanwhile; ``clock_ms`` is the clock the
     stamps are compared with (tests pass one they move).
     """
 
-    def __init__(self, feed, job, objective: Objective | None, cores: int, poll_s: float, clock_ms=_epoch_ms):
-        self.feed, self.job, self.objective, self.cores, self.poll_s = feed, job, objective, cores, poll_s
+    def __init__(self, feed, job, objective: Objective | None, cores: int, enforce: str, poll_s: float,
+                 clock_ms=_epoch_ms):
+        self.feed, self.job, self.objective, self.enforce, self.poll_s = feed, job, objective, enforce, poll_s
+        self.cores = cores  # the cores the fit runs on ("share": the latest routed grant)
         self.iteration = len(job.history)  # a job may fit several models: keep counting
         self._clock_ms = clock_ms
         self._last_ms = clock_ms()
@@ -143,7 +176,23 @@ class _Relay:
     def _run(self) -> None:
         while not self._done.wait(self.poll_s):
             self._drain()
-            self._hold(not self.job.finished and self.job.cores < self.cores)
+            self._follow()
+
+    def _follow(self) -> None:
+        """Make the fit follow the job's current grant: hold it, release it, or ("share") re-route it."""
+        granted = 0 if self.job.finished else self.job.cores
+        if self.enforce == "share":
+            self._hold(granted == 0)
+            if 0 < granted != self.cores:
+                self._route(granted)
+        else:
+            self._hold(granted < self.cores)
+
+    def _route(self, cores: int) -> None:
+        """Send the fit's iterations after its next boundary to the pool and group of ``cores``."""
+        route = self.job.route(cores)
+        self.feed.route(self.job.name, route.pool, route.group, route.description, cores)
+        self.cores = cores
 
     def _hold(self, hold: bool) -> None:
         """Tell the JVM when the fit's hold changes (not every poll), and keep the time spent held."""
@@ -161,7 +210,7 @@ class _Relay:
         if self.objective is None:
             return
         flat = list(self.feed.drain(self.job.name))
-        for value, at_ms in zip(flat[0::2], flat[1::2]):
+        for value, at_ms, cores in zip(flat[0::3], flat[1::3], flat[2::3]):
             wall_s = max(at_ms - self._last_ms - self._held_ms, 0.0) / 1000.0
             self._last_ms, self._held_ms = at_ms, 0.0
             if not math.isfinite(value):
@@ -170,6 +219,6 @@ class _Relay:
                 continue
             # MLlib's tasks run in the JVM, where Python cannot time them: the iteration held its
             # cores for its wall time, which is what the runtime model needs to scale it.
-            self.job.record(self.iteration, self.objective.sign * value, wall_s * self.cores, 1.0,
-                            wall_s, self.cores)
+            cores = int(cores) or self.cores
+            self.job.record(self.iteration, self.objective.sign * value, wall_s * cores, 1.0, wall_s, cores)
             self.iteration += 1

@@ -50,6 +50,15 @@ class EpochRecord:
     decision_ms: float
 
 
+@dataclass(frozen=True)
+class Route:
+    """A job step's Spark job group, its description and its FAIR pool (``None`` outside FAIR mode)."""
+
+    group: str
+    description: str
+    pool: str | None
+
+
 class IterationClock:
     """Wall time of the iteration in flight, from the first core request that started it to its report.
 
@@ -104,14 +113,22 @@ class TrainingJob:
         """
         cores = self._scheduler._wait_for_cores(self, timeout)
         self._clock.started(cores)
-        self._steps += 1
         sc = self._scheduler.sc
         if sc is None:  # a coordinator's stand-in for a job in another application
             return cores
-        sc.setJobGroup(f"slaq-{self.name}-{self._steps}-c{cores}", f"SLAQ {self.name} step {self._steps} on {cores} cores")
-        if self._scheduler.fair:
-            sc.setLocalProperty("spark.scheduler.pool", fair_pool(sc, f"slaq-{self.name}", cores))
+        route = self.route(cores)
+        sc.setJobGroup(route.group, route.description)
+        if route.pool is not None:
+            sc.setLocalProperty("spark.scheduler.pool", route.pool)
         return cores
+
+    def route(self, cores: int) -> "Route":
+        """Where the job's next step on ``cores`` runs: a job group of its own (named ``slaq-<job>-<step>-c<cores>``,
+        so Spark's UI and telemetry show each step's grant) and, under FAIR, the pool of that grant."""
+        self._steps += 1
+        sc = self._scheduler.sc
+        return Route(f"slaq-{self.name}-{self._steps}-c{cores}", f"SLAQ {self.name} step {self._steps} on {cores} cores",
+                     fair_pool(sc, f"slaq-{self.name}", cores) if self._scheduler.fair else None)
 
     def report(self, iteration: int, loss: float, *, cpu_time_s: float | None = None,
                data_size: float = 1.0) -> None:

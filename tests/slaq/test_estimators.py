@@ -1,7 +1,8 @@
 """Unmodified pyspark.ml estimators under SLAQ: the model an unscheduled fit gives, the loss live.
 
 One two-executor ``local-cluster`` in FAIR mode with telemetry, so the fits' tasks can be read
-back. The input has 4 partitions and a lone job is granted both cores, so every fit is coalesced.
+back. The input has 4 partitions and a lone job is granted both cores, so every ``"width"`` fit is
+coalesced and every ``"share"`` fit runs on the input as it is.
 """
 
 import numpy as np
@@ -66,24 +67,26 @@ def _same(a, b, attribute, df=None):
         np.testing.assert_allclose(va.toArray(), vb.toArray(), rtol=1e-6, atol=1e-8)
 
 
+@pytest.mark.parametrize("enforce", ["share", "width"])
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_the_model_is_the_unscheduled_fit_and_every_iteration_reaches_the_predictor(spark, df, case):
+def test_the_model_is_the_unscheduled_fit_and_every_iteration_reaches_the_predictor(spark, df, case, enforce):
     make, by_partition, attribute = CASES[case]
-    reference = make().fit(df.coalesce(2) if by_partition else df)
+    reference = make().fit(df.coalesce(2) if by_partition and enforce == "width" else df)
     tm = spark_plugin.telemetry(spark)
     mark = tm.mark()
     with SlaqScheduler(spark, cores=2, epoch_s=0.2) as scheduler, scheduler.job(case) as job:
-        model = slaq.fit(make(), df, job)
+        model = slaq.fit(make(), df, job, enforce=enforce)
     _same(model, reference, attribute, df)
     losses = list(job.history.losses_)
     assert len(losses) >= 3 and losses[-1] < losses[0]
     history = _objective_history(model)
     if history:  # the fed values are the ones the summary keeps, as logged (6 significant digits)
         np.testing.assert_allclose(losses, history[-len(losses):], rtol=1e-5)
-    # Every Spark job of the fit ran in the job's group; stages over the input ran on at most the
-    # granted cores, one or more per iteration. The others are MLlib's own: its shuffles (the
+    # Every Spark job of the fit ran in the job's group. "width": stages over the input ran on at most
+    # the granted cores, one or more per iteration; the others are MLlib's own: its shuffles (the
     # per-iteration sums of KMeans and GaussianMixture, a tree's split search) and the driver-side
     # collections it parallelizes take spark.default.parallelism partitions, which SLAQ leaves.
+    # "share": the input's own 4 partitions, in the pool of the grant.
     tm.sync()
     tasks = tm.records(since=mark)["task"]
     mine = tasks.filter(pc.starts_with(tasks["jobGroup"], f"slaq-{case}-"))
@@ -91,8 +94,57 @@ def test_the_model_is_the_unscheduled_fit_and_every_iteration_reaches_the_predic
     granted = int(mine["jobGroup"][0].as_py().rsplit("-c", 1)[1])
     default_parallelism = spark.sparkContext.defaultParallelism
     sizes = [len(mine.filter(pc.equal(mine["stageId"], stage))) for stage in pc.unique(mine["stageId"]).to_pylist()]
-    assert granted == 2 < default_parallelism and all(n <= granted or n == default_parallelism for n in sizes)
-    assert sum(n <= granted for n in sizes) >= len(losses)
+    width = granted if enforce == "width" else df.rdd.getNumPartitions()
+    assert granted == 2 < default_parallelism and all(n <= width or n == default_parallelism for n in sizes)
+    assert sum(n <= width for n in sizes) >= len(losses)
+
+
+def test_a_running_fit_is_resized_at_its_iteration_boundaries_and_still_equals_the_unscheduled_fit(spark, df):
+    """"share": a second job halves the fit's grant mid-fit, its end gives it back; the fit's next Spark
+    jobs run in the group (and pool) of each grant, and the model is the one an unscheduled fit gives.
+
+    Boosting is deterministic; a long L-BFGS fit is not (its sums are merged in task completion order,
+    so two unscheduled perceptron fits of 200 iterations differ too)."""
+    import threading
+
+    from tests.helpers import eventually
+
+    make = lambda: GBTClassifier(maxIter=16, maxDepth=2, seed=2)  # noqa: E731  (one tree per iteration)
+    reference = make().fit(df)
+    tm = spark_plugin.telemetry(spark)
+    mark = tm.mark()
+    scheduler = SlaqScheduler(spark, cores=2, policy="fair")  # decides only when told: reallocate()
+    job = scheduler.job("mlp")
+    scheduler.reallocate()
+    fitted = {}
+    fitting = threading.Thread(target=lambda: fitted.update(model=slaq.fit(make(), df, job, enforce="share")))
+    fitting.start()
+    eventually(lambda: len(job.history) >= 2, timeout=120)
+    other = scheduler.job("other")
+    scheduler.reallocate()
+    assert job.cores == 1
+    eventually(lambda: 1 in job.runtime.overheads_, timeout=120)  # an iteration ran on one core
+    other.finish()
+    scheduler.reallocate()
+    fitting.join(timeout=120)
+    job.finish()
+    _same(fitted["model"], reference, "trees", df)
+    tm.sync()
+    tasks = tm.records(since=mark)["task"]
+    mine = tasks.filter(pc.starts_with(tasks["jobGroup"], "slaq-mlp-")).sort_by("stageId")
+    grants = [int(g.rsplit("-c", 1)[1]) for g in mine["jobGroup"].to_pylist()]
+    changes = [g for i, g in enumerate(grants) if i == 0 or g != grants[i - 1]]
+    assert changes == [2, 1, 2], changes
+
+
+def test_the_default_under_fair_is_share_and_an_unknown_enforcement_is_refused(spark, df):
+    from spark_plugin.slaq.estimators import _enforcement
+
+    sc = spark.sparkContext
+    assert _enforcement(sc, None) == "share"  # this session is FAIR
+    with SlaqScheduler(spark, cores=2) as scheduler, scheduler.job("typo") as job:
+        with pytest.raises(ValueError, match=r"enforce must be one of \['share', 'width'\]. Got 'pool'"):
+            slaq.fit(LogisticRegression(maxIter=2), df, job, enforce="pool")
 
 
 def test_fits_outside_slaq_and_unknown_estimators_report_nothing(spark, df, caplog):

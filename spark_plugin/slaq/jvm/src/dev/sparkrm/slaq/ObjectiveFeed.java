@@ -33,9 +33,12 @@ import org.apache.spark.SparkContext;
  * local property {@value #JOB_PROPERTY} and queues {@code (value, epoch ms)} per job; Python
  * drains the queue. Lines of fits outside SLAQ (no property) are dropped.
  *
- * <p>The same lines mark iteration boundaries, so they are where SLAQ can stop a fit without
- * killing tasks: while Python has a job {@linkplain #hold held} (its grant fell below the cores
- * its fit runs on), the fitting thread waits here, after logging, before its next iteration.
+ * <p>The same lines mark iteration boundaries, so they are where SLAQ acts on a running fit without
+ * killing tasks, on the fitting thread itself, after logging and before the next iteration: while
+ * Python has a job {@linkplain #hold held} the thread waits here; once released, it takes the
+ * scheduler pool and job group Python last {@linkplain #route routed} the job to, so the fit's next
+ * Spark jobs (MLlib's own shuffles included) run in the pool of its new grant. Each objective is
+ * queued with the cores its iteration ran on.
  */
 public final class ObjectiveFeed extends AbstractAppender {
   /** Local property naming the SLAQ job of the thread that runs {@code fit}. */
@@ -51,10 +54,15 @@ public final class ObjectiveFeed extends AbstractAppender {
       new Source("org.apache.spark.ml.tree.impl.GradientBoostedTrees", Level.DEBUG,
           Pattern.compile("error of gbt = (\\S+)")));
 
+  /** Where a job's next iterations run: FAIR pool (null: leave the pool), job group and its description, cores. */
+  private record Route(String pool, String group, String description, int cores) {}
+
   private static volatile ObjectiveFeed installed;
 
   private final Map<String, Queue<double[]>> byJob = new ConcurrentHashMap<>();
   private final Set<String> held = ConcurrentHashMap.newKeySet();
+  private final Map<String, Route> pending = new ConcurrentHashMap<>();
+  private final Map<String, Integer> coresOf = new ConcurrentHashMap<>();
 
   private ObjectiveFeed() {
     super("sparkrm-slaq-objectives", null, null, true, Property.EMPTY_ARRAY);
@@ -92,30 +100,46 @@ public final class ObjectiveFeed extends AbstractAppender {
           try {
             double value = Double.parseDouble(m.group(1));
             byJob.computeIfAbsent(job, k -> new ConcurrentLinkedQueue<>())
-                .add(new double[] {value, event.getTimeMillis()});
+                .add(new double[] {value, event.getTimeMillis(), coresOf.getOrDefault(job, 0)});
           } catch (NumberFormatException ignored) {
             // not an objective after all: nothing to report
           }
           awaitRelease(job);
+          applyRoute(job);
         }
         return;
       }
     }
   }
 
-  /** Objectives logged for {@code job} since the last call, flattened as value, epoch ms, value, ... */
+  /**
+   * Objectives logged for {@code job} since the last call, flattened as value, epoch ms, cores the
+   * iteration ran on, value, ...
+   */
   public double[] drain(String job) {
     Queue<double[]> queue = byJob.get(job);
     List<double[]> taken = new ArrayList<>();
     for (double[] point; queue != null && (point = queue.poll()) != null; ) {
       taken.add(point);
     }
-    double[] flat = new double[2 * taken.size()];
+    double[] flat = new double[3 * taken.size()];
     for (int i = 0; i < taken.size(); i++) {
-      flat[2 * i] = taken.get(i)[0];
-      flat[2 * i + 1] = taken.get(i)[1];
+      System.arraycopy(taken.get(i), 0, flat, 3 * i, 3);
     }
     return flat;
+  }
+
+  /** {@code job}'s fit starts on {@code cores}, in the pool and group its thread already has. */
+  public void begin(String job, int cores) {
+    coresOf.put(job, cores);
+  }
+
+  /**
+   * Run {@code job}'s iterations after its next boundary in FAIR pool {@code pool} (null: keep the
+   * pool) and job group {@code group}, on {@code cores}; a later route before that boundary wins.
+   */
+  public void route(String job, String pool, String group, String description, int cores) {
+    pending.put(job, new Route(pool, group, description, cores));
   }
 
   /** Hold (true) or release (false) {@code job}'s fit at its next iteration boundary. */
@@ -130,10 +154,27 @@ public final class ObjectiveFeed extends AbstractAppender {
     }
   }
 
-  /** Forget a finished job: release it and drop its queue. */
+  /** Forget a finished job: release it and drop its queue and routes. */
   public void close(String job) {
     hold(job, false);
     byJob.remove(job);
+    pending.remove(job);
+    coresOf.remove(job);
+  }
+
+  /** On the fitting thread: take the job's pending route, if any, for the Spark jobs that follow. */
+  private void applyRoute(String job) {
+    Route route = pending.remove(job);
+    SparkContext sc = SparkCompat.activeContext();
+    if (route == null || sc == null) {
+      return;
+    }
+    if (route.pool() != null) {
+      sc.setLocalProperty("spark.scheduler.pool", route.pool());
+    }
+    sc.setLocalProperty("spark.jobGroup.id", route.group());
+    sc.setLocalProperty("spark.job.description", route.description());
+    coresOf.put(job, route.cores());
   }
 
   private void awaitRelease(String job) {
