@@ -115,6 +115,17 @@ def interval(values: list[float]) -> dict:
     return {"mean": mean, "low": mean - half, "high": mean + half}
 
 
+def interval_cells(c: dict) -> list[str]:
+    """Report cells of a ratio's :func:`interval` with its ``per_seed`` values: the values, mean [low, high],
+    and whether the interval excludes 1."""
+    def fmt(v):
+        return "-" if v is None else f"{v:.2f}"
+
+    excludes = c["low"] is not None and (c["high"] < 1 or c["low"] > 1)
+    return [" ".join(f"{r:.2f}" for r in c["per_seed"]), f"{c['mean']:.2f} [{fmt(c['low'])}, {fmt(c['high'])}]",
+            "yes" if excludes else "no"]
+
+
 def geomean_interval(ratios: list[float]) -> dict:
     """Geometric mean of ``ratios`` and its 95% t-interval, taken in log space (``low``/``high`` None from one)."""
     import math

@@ -47,6 +47,8 @@ NAMESPACES = (
     "spark.rotary.",
     "spark.slaq.",
     "spark.wrangler.",
+    "spark.yaq.",
+    "spark.pigeon.",
 )
 
 KINDS = ("bool", "int", "double", "size", "duration", "string", "enum", "file")

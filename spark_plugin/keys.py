@@ -154,6 +154,35 @@ KEYS = KeyTable([
     Key("spark.wrangler.guard.minTasks", "int", "1",
         "Finished tasks that ran through a hold needed before the guard judges it.",
         low=1, high=1_000_000),
+
+    # Yaq's job gate and Pigeon's pools for drivers that run many jobs at once (spark_plugin/yaq/, pigeon/).
+    Key("spark.yaq.policy", "enum", "srjf",
+        "Which waiting job the gate releases first: `srjf` (least estimated task-seconds of work), `lrtf` "
+        "(fewest estimated tasks) or `fifo` (arrival). Starved jobs go first whatever the policy.",
+        options=("srjf", "lrtf", "fifo")),
+    Key("spark.yaq.maxInFlight", "int", "2",
+        "Jobs the gate lets run at once; the others wait at the gate in the policy's order. Two let a short "
+        "job start beside a long one (with Pigeon's pools it takes the long job's slots as they free).",
+        low=1, high=100_000),
+    Key("spark.yaq.starvation.threshold", "duration", "60s",
+        "ST: a job that has waited this long at the gate is released before every job that has not.",
+        low=1, high=86_400_000),
+    Key("spark.yaq.starvation.ratio", "double", "4.0",
+        "ST_r: a job is also starved once it has waited this many times its own estimated length.",
+        low=0, low_open=True),
+    Key("spark.yaq.history.path", "string", None,
+        "JSON file of past jobs' work by shape, read when the gate starts and written as jobs finish, so one "
+        "driver's runs teach the next. Unset: the history lives as long as the gate.",
+        example="/tmp/sparkrm-job-history.json"),
+    Key("spark.pigeon.short.maxLength", "duration", "10s",
+        "A job whose shape's past runs predict at most this long alone on every core runs in the "
+        "`pigeon-short` pool; others in `pigeon-long`.", low=1),
+    Key("spark.pigeon.short.weight", "int", "20",
+        "Weight of the `pigeon-short` pool against `pigeon-long`'s 1 (Pigeon's W; about 20).",
+        low=1, high=1000),
+    Key("spark.pigeon.short.minShare", "double", "0.05",
+        "Share of the cores the `pigeon-short` pool gets first (at least one slot; Spark's minShare, "
+        "work-conserving, no preemption).", low=0, high=1),
 ], rules=[
     Rule("spark.wrangler.enabled", "true", "spark.sparkrm.telemetry.enabled", "true", must="true",
          why="Wrangler learns and predicts from telemetry: set spark.sparkrm.telemetry.enabled=true "

@@ -27,8 +27,8 @@ import statistics
 import time
 from pathlib import Path
 
-from benchmarks.common import (benchmark_session, cluster_label, interval, markdown_table, report_header, result_path,
-                               run_metadata, stop_and_clean, write_json, write_markdown)
+from benchmarks.common import (benchmark_session, cluster_label, interval, interval_cells, markdown_table, report_header,
+                               result_path, run_metadata, stop_and_clean, write_json, write_markdown)
 
 from . import metrics
 from .workload import JobSpec, generate, run_arrivals, trace, trainer_params
@@ -304,9 +304,9 @@ def write_report(json_path: Path) -> Path:
                                            if (v := r[a]["summary"][k]) is not None) for k in METRICS}
                    for a in (base, other)}
         rows += [[f"{float(load):g} s", key, f"{per_arm[base][key]:.3g}", f"{per_arm[other][key]:.3g}",
-                  *_interval_cells(by_metric[key])] for key in METRICS if key in by_metric]
+                  *interval_cells(by_metric[key])] for key in METRICS if key in by_metric]
     jobs = data.get("jobs") or compare_jobs(data["runs"], base, other)
-    kind_rows = [[f"{float(load):g} s", kind, *_interval_cells(c)]
+    kind_rows = [[f"{float(load):g} s", kind, *interval_cells(c)]
                  for load, by in jobs.items() for kind, c in by["time_to_90_s"].items()]
     worst = [[f"{float(load):g} s", " ".join(f"{r:.2f}" for r in by["worst_completion"])] for load, by in jobs.items()]
     kinds = ", ".join(MIXES[conf["mix"]])
@@ -326,13 +326,6 @@ def write_report(json_path: Path) -> Path:
         f"Starvation: each job's time from arrival to its last iteration, {other} / {base}; the worst job per seed.",
         "", markdown_table(["mean gap", "worst job per seed"], worst), ""]
     return write_markdown(json_path, md)
-
-
-def _interval_cells(c: dict) -> list[str]:
-    """Table cells of a ratio's interval: per-seed values, mean [low, high], whether it excludes 1."""
-    excludes = c["low"] is not None and (c["high"] < 1 or c["low"] > 1)
-    return [" ".join(f"{r:.2f}" for r in c["per_seed"]), f"{c['mean']:.2f} [{_fmt(c['low'])}, {_fmt(c['high'])}]",
-            "yes" if excludes else "no"]
 
 
 def _fmt(v):

@@ -1,0 +1,1 @@
+"""Benchmarks of Yaq's gate and Pigeon's pools in one shared driver."""
