@@ -160,10 +160,10 @@ KEYS = KeyTable([
         "Which waiting job the gate releases first: `srjf` (least estimated task-seconds of work), `lrtf` "
         "(fewest estimated tasks) or `fifo` (arrival). Starved jobs go first whatever the policy.",
         options=("srjf", "lrtf", "fifo")),
-    Key("spark.yaq.maxInFlight", "int", "2",
-        "Jobs the gate lets run at once; the others wait at the gate in the policy's order. Two let a short "
-        "job start beside a long one (with Pigeon's pools it takes the long job's slots as they free).",
-        low=1, high=100_000),
+    Key("spark.yaq.maxInFlight", "int", "4",
+        "Jobs the gate lets run at once; the others wait at the gate in the policy's order. The gate cannot "
+        "preempt, so keep it above the number of long jobs that run together, or a short job waits for one "
+        "of them to end.", low=1, high=100_000),
     Key("spark.yaq.starvation.threshold", "duration", "60s",
         "ST: a job that has waited this long at the gate is released before every job that has not.",
         low=1, high=86_400_000),

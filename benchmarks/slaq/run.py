@@ -134,9 +134,9 @@ def main(argv=None) -> int:
                         "perceptrons, KMeans with many centers; default)")
     m.add_argument("--arms", type=_two_policies, default="fair,slaq",
                    help="the two policies compared, second over first (default fair,slaq; fair,fair: the A/A run)")
-    m.add_argument("--enforce", choices=ENFORCEMENT, default="share",
-                   help="how a fit follows its grant (slaq.fit's enforce): share re-sizes running fits through FAIR "
-                        "pools (default), width coalesces each fit's input to its grant at the start")
+    m.add_argument("--enforce", choices=ENFORCEMENT, default="width",
+                   help="how a fit follows its grant (slaq.fit's enforce): width coalesces each fit's input to its "
+                        "grant at the start (default), share re-sizes running fits through FAIR pools")
     add_master_option(m)
     mc = sub.add_parser("mllib-cost", help="what slaq.fit's live feed costs one pyspark.ml fit alone")
     mc.add_argument("--repeat", type=int, default=5, help="alternated runs of each way (default 5)")

@@ -137,77 +137,7 @@ def test_a_running_fit_is_resized_at_its_iteration_boundaries_and_still_equals_t
     assert changes == [2, 1, 2], changes
 
 
-def test_the_default_under_fair_is_share_and_an_unknown_enforcement_is_refused(spark, df):
-    from spark_plugin.slaq.estimators import _enforcement
-
-    sc = spark.sparkContext
-    assert _enforcement(sc, None) == "share"  # this session is FAIR
+def test_an_unknown_enforcement_is_refused_with_the_choices(spark, df):
     with SlaqScheduler(spark, cores=2) as scheduler, scheduler.job("typo") as job:
-        with pytest.raises(ValueError, match=r"enforce must be one of \['share', 'width'\]. Got 'pool'"):
+        with pytest.raises(ValueError, match=r"enforce must be one of \['width', 'share'\]. Got 'pool'"):
             slaq.fit(LogisticRegression(maxIter=2), df, job, enforce="pool")
-
-
-def test_fits_outside_slaq_and_unknown_estimators_report_nothing(spark, df, caplog):
-    from pyspark.ml.classification import DecisionTreeClassifier
-
-    LogisticRegression(maxIter=5).fit(df)  # no job: its lines are dropped
-    with SlaqScheduler(spark, cores=2, epoch_s=0.2) as scheduler, scheduler.job("tree") as job:
-        model = slaq.fit(DecisionTreeClassifier(maxDepth=2), df, job)
-    assert model.depth == 2 and len(job.history) == 0
-    assert "SLAQ cannot see the iterations of DecisionTreeClassifier" in caplog.text
-    feed = spark.sparkContext._jvm.dev.sparkrm.slaq.ObjectiveFeed.install()
-    assert list(feed.drain("tree")) == [] and list(feed.drain("None")) == []
-
-
-def test_a_held_fit_waits_at_its_next_iteration_boundary_until_released(spark):
-    """The JVM holds the thread that logs an iteration while its job is held, and only that thread."""
-    import threading
-
-    from tests.helpers import eventually
-
-    sc = spark.sparkContext
-    feed = sc._jvm.dev.sparkrm.slaq.ObjectiveFeed.install()
-    logger = sc._jvm.org.apache.logging.log4j.LogManager.getLogger("breeze.optimize.LBFGS")
-    passed = threading.Event()
-
-    def iteration_boundary():  # what L-BFGS does after each iteration, on the fitting thread
-        sc.setLocalProperty("sparkrm.slaq.job", "held-job")
-        logger.info("Val and Grad Norm: 0.25 (rel: 0.1) 0.01")
-        passed.set()
-        sc.setLocalProperty("sparkrm.slaq.job", None)
-
-    feed.hold("held-job", True)
-    fitting = threading.Thread(target=iteration_boundary)
-    fitting.start()
-    logged = []
-    eventually(lambda: logged.extend(feed.drain("held-job")) or logged, timeout=60)
-    assert logged[0] == 0.25 and fitting.is_alive() and not passed.is_set()  # logged, then held
-    logger.info("Val and Grad Norm: 0.5 (rel: 0.1) 0.01")  # this thread has no job: neither held nor fed
-    feed.hold("held-job", False)
-    fitting.join(timeout=60)
-    assert passed.is_set() and list(feed.drain("held-job")) == []
-    feed.close("held-job")
-
-
-def test_dataframes_feed_the_packages_own_trainers_without_the_driver(spark, df):
-    from spark_plugin.slaq.trainers import LogisticRegressionGD, TrainingData
-
-    rows = df.select("features", "label").collect()
-    x = np.array([r["features"].toArray() for r in rows])
-    y = np.array([r["label"] for r in rows])
-    from_numpy = TrainingData.from_numpy(spark.sparkContext, x, y, partitions=4)
-    from_vectors = TrainingData.from_dataframe(df, "features", "label")
-    assert (from_vectors.rows, from_vectors.features, from_vectors.partitions) == (1200, 6, 4)
-    expected = LogisticRegressionGD(step=1.0, max_iter=5).fit(from_numpy)
-    got = LogisticRegressionGD(step=1.0, max_iter=5).fit(from_vectors)
-    np.testing.assert_allclose(got.coef_, expected.coef_, rtol=1e-9, atol=1e-12)
-    flat = spark.createDataFrame([(float(a), float(b), int(c)) for a, b, c in zip(x[:, 0], x[:, 1], y)],
-                                 ["a", "b", "y"])
-    two = TrainingData.from_dataframe(flat, ["a", "b"], "y", partitions=3)
-    assert (two.rows, two.features, two.partitions) == (1200, 2, 3)
-    with pytest.raises(ValueError, match="column 'nope' is not in the DataFrame"):
-        TrainingData.from_dataframe(df, "features", "nope")
-    with pytest.raises(ValueError, match="column 'name' is string, not numeric"):
-        TrainingData.from_dataframe(flat.selectExpr("a", "'x' AS name"), ["a", "name"])
-    for data in (from_numpy, from_vectors, two):
-        data.unpersist()
