@@ -29,6 +29,9 @@ def main(argv=None) -> int:
                    help="mean seconds between short queries, one run each (default 4,2)")
     p.add_argument("--duration", type=float, default=45.0, help="seconds of arrivals per rate (default 45)")
     p.add_argument("--arms", type=_arms, default=list(mixed.ARMS), help=f"default {','.join(mixed.ARMS)}")
+    p.add_argument("--short-max", type=float, default=10.0,
+                   help="spark.pigeon.short.maxLength in seconds: the longest predicted length routed to the short "
+                        "pool (default 10, the key's default; TPC-H SF 1 on two cores: about 3)")
     p.add_argument("--executors", type=int, default=2, help="executor JVMs, one core each (default 2)")
     p.add_argument("--out", type=Path, default=None, help="output folder (default benchmarks/results/shared_driver)")
     add_master_option(p)

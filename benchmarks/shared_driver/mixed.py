@@ -1,6 +1,6 @@
 """Short interactive queries arriving while long jobs run, in one shared driver: FIFO, FAIR, Pigeon, Yaq, both.
 
-    python -m benchmarks.shared_driver --sf 1 --seeds 0,1,2 --gaps 4,2 --duration 45
+    python -m benchmarks.shared_driver --sf 1 --seeds 0,1,2 --gaps 4,2 --duration 40 --short-max 3
 
 A notebook or Thrift server runs everyone's queries in one driver. Here two submitter threads run
 TPC-H's long queries (Q9, Q18, Q21) back to back for the whole run, and short ones (Q6, Q14, Q19)
@@ -12,8 +12,8 @@ runs for ``--duration`` seconds of arrivals. Arms, as a user would set them up:
 * ``fifo``: Spark's default scheduler;
 * ``fair``: ``spark.scheduler.mode=FAIR`` with a pool per submitting thread, as Thrift servers and
   notebook users set it (every pool weight 1);
-* ``pigeon``: FAIR with Pigeon's two pools, each query routed by its shape's measured work
-  (:class:`spark_plugin.pigeon.ShortJobPools`, a gate that never holds anything back);
+* ``pigeon``: FAIR with Pigeon's two pools, each query routed by its shape's measured work against
+  ``--short-max`` (:class:`spark_plugin.pigeon.ShortJobPools`, a gate that never holds anything back);
 * ``yaq``: Spark's FIFO scheduler behind Yaq's gate (SRJF, three jobs in flight);
 * ``yaq+pigeon``: the gate in front of Pigeon's pools.
 
@@ -125,7 +125,7 @@ def run_arm(args, arm: str, seed: int) -> dict:
     from benchmarks.tpch.queries import query_text
 
     conf = {"spark.scheduler.mode": ARMS[arm]["mode"], "spark.ui.showConsoleProgress": "false",
-            "spark.driver.memory": "2g"}
+            "spark.driver.memory": "2g", "spark.pigeon.short.maxLength": f"{round(args.short_max * 1000)}ms"}
     spark = benchmark_session(args, ["telemetry"], conf=conf, app_name=f"shared-driver-{arm}-seed{seed}")
     app_id = spark.sparkContext.applicationId
     try:
@@ -213,7 +213,9 @@ def write_report(json_path: Path) -> Path:
         f"{', Q'.join(map(str, LONG_QUERIES))} back to back; Q{', Q'.join(map(str, SHORT_QUERIES))} arrive at Poisson "
         f"times for {conf['duration']:g} s per rate, each in its own thread. Every arm of every seed in a fresh "
         f"application after one unmeasured run of every query; arm order rotated by seed; seeds "
-        f"{', '.join(map(str, conf['seeds']))}. Completion time = arrival to the last row (a gate's wait included).",
+        f"{', '.join(map(str, conf['seeds']))}. Pigeon routes a query to the short pool when its predicted length "
+        f"alone on every core is at most {conf.get('short_max', 10.0):g} s. Yaq's gate: SRJF, "
+        f"{ARMS['yaq']['in_flight']} jobs in flight. Completion time = arrival to the last row (a gate's wait included).",
         "", markdown_table(["mean gap", "arm", "short median s (mean over seeds)", "long p99 s",
                             "longest wait at the gate s", "short queries", "long queries"], absolute), "",
         "Ratios, arm over baseline, per seed, then the mean with a 95% t-interval over seeds:", "",
