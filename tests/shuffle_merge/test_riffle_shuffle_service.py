@@ -58,7 +58,11 @@ def spark(request, session_dir):
 
 
 def released(spark):
+    """Every executor is gone, from the scheduler and from the block manager master (which lists the driver
+    alone): a shuffle cleaned before the master has dropped an executor is sent to its dead block manager, not
+    to the shuffle service, and that executor's files stay (a race in Spark seen once under CI load)."""
     eventually(lambda: not executor_ids(spark), timeout=90)
+    eventually(lambda: spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() == 1, timeout=90)
 
 
 def test_merges_of_released_executors_are_read_from_the_shuffle_service(spark):
