@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+#: What routes a thread's jobs: their job group (id, description, interrupt on cancel) and FAIR pool.
+JOB_GROUP_AND_POOL = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel",
+                      "spark.scheduler.pool")
+
 
 @contextmanager
 def restored(sc, names):

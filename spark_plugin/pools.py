@@ -33,12 +33,17 @@ def fair_pool(sc, prefix: str, cores: int, cap: bool = False) -> str:
     ``<prefix>-<cores>-capped``.
     """
     cores = max(int(cores), 1)
-    name = f"{prefix}-{cores}" + ("-capped" if cap else "")
+    return add_pool(sc, f"{prefix}-{cores}" + ("-capped" if cap else ""), cores, cores, cap=cores if cap else None)
+
+
+def add_pool(sc, name: str, min_share: int, weight: int, *, cap: int | None = None) -> str:
+    """Add FAIR pool ``name`` (FAIR inside; with ``cap``, a ``CappedPool``) to ``sc``'s root pool unless a pool
+    of that name exists (created earlier, or read from the allocation file); returns ``name``."""
     root = sc._jsc.sc().taskScheduler().rootPool()
     with _lock:  # two threads creating the same pool would add it twice
         if root.getSchedulableByName(name) is None:
             jvm = sc._jvm
             fair = jvm.org.apache.spark.scheduler.SchedulingMode.FAIR()
-            root.addSchedulable(jvm.dev.sparkrm.scheduler.CappedPool(name, fair, cores, cores, cores) if cap
-                                else jvm.org.apache.spark.scheduler.Pool(name, fair, cores, cores))
+            root.addSchedulable(jvm.dev.sparkrm.scheduler.CappedPool(name, fair, min_share, weight, cap)
+                                if cap is not None else jvm.org.apache.spark.scheduler.Pool(name, fair, min_share, weight))
     return name

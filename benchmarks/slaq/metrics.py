@@ -58,12 +58,15 @@ def summarize(traces: list[dict], step_s: float = 0.5) -> dict:
     times = np.arange(0.0, end + step_s, step_s)
     curve = average_normalized_loss(traces, times)
     active = [v for v in curve if v is not None]
-    to90 = [time_to_reduction(tr, 0.9) for tr in traces]
-    to95 = [time_to_reduction(tr, 0.95) for tr in traces]
-    return {"time_to_90_s": _mean(to90), "time_to_95_s": _mean(to95),
+    return {"time_to_90_s": mean_time_to_reduction(traces, 0.9), "time_to_95_s": mean_time_to_reduction(traces, 0.95),
             "avg_normalized_loss": statistics.fmean(active) if active else None,
             "makespan_s": end, "jobs": len(traces),
             "curve": {"t": times.tolist(), "avg_normalized_loss": curve}}
+
+
+def mean_time_to_reduction(traces: list[dict], fraction: float) -> float | None:
+    """Mean over ``traces`` of :func:`time_to_reduction` (jobs that never got there left out; None if none did)."""
+    return _mean([time_to_reduction(tr, fraction) for tr in traces])
 
 
 def _mean(values) -> float | None:

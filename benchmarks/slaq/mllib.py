@@ -198,7 +198,8 @@ def compare_jobs(runs: dict, base: str = "fair", other: str = "slaq") -> dict:
             traces = {arm: r[arm].get("traces", {}) for arm in (base, other)}
             jobs = sorted(set(traces[base]) & set(traces[other]))
             for kind in sorted({traces[base][j]["kind"] for j in jobs}):
-                means = [_mean_time_to_90([traces[arm][j] for j in jobs if traces[arm][j]["kind"] == kind])
+                means = [metrics.mean_time_to_reduction([traces[arm][j] for j in jobs if traces[arm][j]["kind"] == kind
+                                                         and len(traces[arm][j]["points"]) > 1], 0.9)
                          for arm in (base, other)]
                 if all(means):
                     by_kind.setdefault(kind, []).append(means[1] / means[0])
@@ -209,11 +210,6 @@ def compare_jobs(runs: dict, base: str = "fair", other: str = "slaq") -> dict:
         out[load] = {"time_to_90_s": {kind: {"per_seed": ratios, **interval(ratios)} for kind, ratios in by_kind.items()},
                      "worst_completion": worst}
     return out
-
-
-def _mean_time_to_90(traces: list[dict]) -> float | None:
-    times = [t for t in (metrics.time_to_reduction(tr, 0.9) for tr in traces if len(tr["points"]) > 1) if t]
-    return statistics.fmean(times) if times else None
 
 
 def _completion_s(trace: dict) -> float:

@@ -21,12 +21,10 @@ jobs it releases through these pools when both are on.
 from __future__ import annotations
 
 import math
-import threading
 
 from ..job_history import Work
 
 SHORT, LONG = "pigeon-short", "pigeon-long"
-_lock = threading.Lock()
 
 
 class ShortJobPools:
@@ -72,17 +70,12 @@ class ShortJobPools:
 
     def install(self, sc) -> "ShortJobPools":
         """Add both pools to ``sc``'s FAIR root pool, unless present (an allocation file may define them)."""
-        from ..pools import fair_scheduling
+        from ..pools import add_pool, fair_scheduling
 
         if not fair_scheduling(sc):
             raise ValueError("Pigeon's pools need spark.scheduler.mode=FAIR: set it when the session starts.")
-        root = sc._jsc.sc().taskScheduler().rootPool()
-        jvm = sc._jvm
-        fair = jvm.org.apache.spark.scheduler.SchedulingMode.FAIR()
-        with _lock:
-            for name, min_share, weight in ((SHORT, self.short_min_share, self.weight), (LONG, 0, 1)):
-                if root.getSchedulableByName(name) is None:
-                    root.addSchedulable(jvm.org.apache.spark.scheduler.Pool(name, fair, min_share, weight))
+        add_pool(sc, SHORT, self.short_min_share, self.weight)
+        add_pool(sc, LONG, 0, 1)
         return self
 
     def allocation_file(self) -> str:

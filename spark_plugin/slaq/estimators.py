@@ -15,8 +15,9 @@ Cores: the fit starts when the job holds cores, and follows its grant in one of 
   iteration boundary until the grant is back, and a larger grant is taken only by the job's next
   ``fit``. Not capped: MLlib's own shuffles and the collections it parallelizes take
   ``spark.default.parallelism`` partitions, an application-wide setting.
-* ``enforce="share"`` (needs ``spark.scheduler.mode=FAIR``): the input keeps its partitions and the fit runs in the FAIR pool of its grant (``minShare = weight = cores``). At
-  every iteration boundary the JVM moves the fitting thread to the pool of the job's current grant,
+* ``enforce="share"`` (needs ``spark.scheduler.mode=FAIR``): the input keeps its partitions and the
+  fit runs in the FAIR pool of its grant (``minShare = weight = cores``). At every iteration
+  boundary the JVM moves the fitting thread to the pool of the job's current grant,
   so a fit is re-sized mid-fit, up as well as down, and the share covers every stage of the fit,
   MLlib's own shuffles included. A job granted no cores waits at its next boundary. The grant is a
   share when jobs contend, not a ceiling: a pool takes idle slots nobody else wants. Its cost:
@@ -51,8 +52,7 @@ LOG = logging.getLogger(__name__)
 #: Local property the JVM feed reads on the fitting thread (``ObjectiveFeed.JOB_PROPERTY``).
 JOB_PROPERTY = "sparkrm.slaq.job"
 #: Thread-local Spark properties a fit sets: SLAQ's job, its job group and its FAIR pool.
-_THREAD_PROPERTIES = (JOB_PROPERTY, "spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel",
-                      "spark.scheduler.pool")
+_THREAD_PROPERTIES = (JOB_PROPERTY, *local_properties.JOB_GROUP_AND_POOL)
 
 
 @dataclass(frozen=True)

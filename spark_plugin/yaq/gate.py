@@ -27,8 +27,6 @@ from ..job_history import JobHistory, Work, sql_shape
 from .order import POLICIES, Waiting, release_order
 
 LOG = logging.getLogger(__name__)
-_THREAD_PROPERTIES = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel",
-                      "spark.scheduler.pool")
 
 
 @dataclass(frozen=True)
@@ -114,7 +112,7 @@ class JobGate:
         pool = None if self.router is None else self.router.pool_for(estimate)
         mark = self._telemetry.mark()
         try:
-            with local_properties.restored(self.sc, _THREAD_PROPERTIES):
+            with local_properties.restored(self.sc, local_properties.JOB_GROUP_AND_POOL):
                 self.sc.setJobGroup(name, description or f"gated {shape}")
                 if pool is not None:
                     self.sc.setLocalProperty("spark.scheduler.pool", pool)

@@ -30,7 +30,7 @@ import org.apache.spark.SparkContext;
  * KMeans, {@code {"logLikelihood@iterk":v}} for GaussianMixture) and, at DEBUG,
  * GradientBoostedTrees ({@code "error of gbt = v"}). This appender listens to those loggers only
  * (their lines no longer reach the console), reads the SLAQ job from the logging thread's Spark
- * local property {@value #JOB_PROPERTY} and queues {@code (value, epoch ms)} per job; Python
+ * local property {@value #JOB_PROPERTY} and queues {@code (value, epoch ms, cores)} per job; Python
  * drains the queue. Lines of fits outside SLAQ (no property) are dropped.
  *
  * <p>The same lines mark iteration boundaries, so they are where SLAQ acts on a running fit without
