@@ -144,6 +144,10 @@ KEYS = KeyTable([
         "Largest share of the live executors held at once (at least one, never all): the most confident "
         "flags are held first. A hold saves only the tail task that would land on its executor, while every "
         "executor held takes its slots from all tasks.", low=0, high=1, low_open=True),
+    Key("spark.wrangler.hold.waitAware", "bool", "false",
+        "Price each hold against the task queue (Yaq's wait estimator): an executor is held only while the "
+        "pending tasks it would push onto the other executors wait less than the straggle it avoids, (s - 1) "
+        "times their stage's median task time, s its recent slowdown against the others (at least beta)."),
     Key("spark.wrangler.guard.enabled", "bool", "true",
         "Check every hold against the tasks that were running on its executor when it began (an idle "
         "executor's recent tasks): once they have run no slower than beta times the other executors' tasks "

@@ -50,6 +50,7 @@ ARMS = {
     "wrangler+speculation": (SPECULATION, 0.7),
     "wrangler+speculation-spark4": (SPECULATION_SPARK4, 0.7),
     "wrangler-no-threshold": ({}, 0.0),
+    "wrangler-wait": ({"spark.wrangler.hold.waitAware": "true"}, 0.7),
 }
 #: The baselines every arm is compared with (those of them that ran).
 BASELINES = ("default", "speculation", "speculation-spark4")

@@ -17,6 +17,7 @@ import pytest
 import numpy as np
 
 from spark_plugin.wrangler import StragglerPredictor, build_dataset, is_flagged
+from spark_plugin.yaq.waiting import queue_wait
 from tests.plain_jvm import doubles, plain_jvm
 
 from .jobs import flag_model
@@ -50,9 +51,10 @@ def models(tmp_path_factory):
 class Probe:
     """The probe and what it recorded, as Python values."""
 
-    def __init__(self, jvm, executors="0,1,2", *, guard=True, idle_limit_ms=NO_IDLE_LIMIT, cap=CAP, share=1.0):
+    def __init__(self, jvm, executors="0,1,2", *, guard=True, idle_limit_ms=NO_IDLE_LIMIT, cap=CAP, share=1.0,
+                 wait_aware=False):
         self.java = jvm.dev.sparkrm.wrangler.HoldsProbe(executors, INTERVAL, cap, WINDOW if guard else 0, BETA,
-                                                        idle_limit_ms, float(share))
+                                                        idle_limit_ms, float(share), wait_aware)
         self.holds = self.java.holds()
         self.executors = executors.split(",")
         self.running = []
@@ -367,3 +369,68 @@ def test_under_dynamic_allocation_an_idle_executor_is_released_at_half_its_timeo
     p.at(idle_from + idle_limit).java.tick()
     assert p.ended()[-1]["endReason"] == "idle" and p.current() == []
     assert p.holds.hold("1", 60_000, 0.9) == "idle"
+
+
+def test_the_jvm_queue_wait_is_yaqs_estimator(jvm):
+    rng = np.random.default_rng(7)
+    wait = jvm.dev.sparkrm.wrangler.HoldsProbe.queueWait
+    for _ in range(200):
+        running = list(rng.uniform(-1, 10, rng.integers(0, 5)))
+        queued = list(rng.uniform(0, 5, rng.integers(0, 8)))
+        free = int(rng.integers(0, 2))
+        assert wait(doubles(jvm, running), doubles(jvm, queued), free) == pytest.approx(
+            queue_wait(running, queued, free_slots=free))
+
+
+def test_a_hold_that_makes_the_queue_wait_longer_than_the_straggle_it_avoids_is_not_placed(jvm, models):
+    p = Probe(jvm, share=1.0, wait_aware=True)
+    p.java.decisions().install(models["1"])
+    p.java.stage("s", 12)
+    for task, ex in enumerate("012"):
+        p.java.launch(task, ex, "s", task)
+    p.at(p.now + 1000)
+    for task, ex in enumerate("012"):
+        p.java.finish(task, ex, "s")  # every task 1 s: executor 1 is not slow, so a hold claims beta
+        p.java.launch(task + 3, ex, "s", task + 3)
+        p.java.sample(ex, p.now, 50.0)
+    p.java.decide()
+    # six tasks wait: the last starts 700 ms later without executor 1, a straggle there costs (1.3 - 1) x 1 s
+    delay = queue_wait([1000, 1000], [1000] * 5) - queue_wait([1000, 1000, BETA * 1000], [1000] * 5)
+    assert [(d["executorId"], d["action"], d["delayMs"], d["avoidedMs"]) for d in p.decisions()] == [
+        ("1", "waits-longer", pytest.approx(delay), pytest.approx(300))]
+    assert delay == pytest.approx(700) and p.current() == []
+
+
+def test_a_hold_is_placed_when_nothing_waits_or_its_executor_is_slow_enough(jvm, models):
+    idle = Probe(jvm, share=1.0, wait_aware=True)
+    idle.java.decisions().install(models["1"])
+    idle.java.stage("s", 3)
+    for task, ex in enumerate("012"):
+        idle.java.launch(task, ex, "s", task)
+        idle.java.sample(ex, idle.now, 50.0)
+    idle.java.decide()
+    assert [(d["action"], d["delayMs"], d["avoidedMs"]) for d in idle.decisions()] == [("held", 0.0, None)]
+
+    p = Probe(jvm, share=1.0, wait_aware=True)
+    p.java.decisions().install(models["1"])
+    p.java.stage("s", 30)
+    p.java.launch(100, "1", "s", 0)  # executor 1's task takes 4 s, the others' 1 s
+    for second in range(4):
+        for ex in "02":
+            task = 2 * second + (ex == "2") + 1
+            if second:
+                p.java.finish(task - 2, ex, "s")
+            p.java.launch(task, ex, "s", task)
+        p.at(p.now + 1000)
+    p.java.finish(100, "1", "s")
+    for ex, task in (("0", 7), ("2", 8)):
+        p.java.finish(task, ex, "s")
+    for task, ex in enumerate("012", start=9):
+        p.java.launch(task, ex, "s", task)
+        p.java.sample(ex, p.now, 50.0)
+    p.java.decide()
+    # 18 tasks wait; executor 1 runs at 4x, so the straggle avoided (3 s) exceeds the delay (2 s)
+    delay = queue_wait([1000, 1000], [1000] * 17) - queue_wait([1000, 1000, 4000], [1000] * 17)
+    assert [(d["action"], d["delayMs"], d["avoidedMs"]) for d in p.decisions()] == [
+        ("held", pytest.approx(delay), pytest.approx(3000))]
+    assert delay == pytest.approx(2000) and p.current() == ["1"]

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sparkrm.rpc.MessageRouter;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -24,6 +25,8 @@ public final class HoldsProbe {
   private final HoldSafety safety;
   private final ExecutorHolds holds;
   private final JvmDecisions decisions;
+  private final TaskQueue queue;
+  private final Map<Long, Long> launched = new HashMap<>();
   private final List<Map<String, Object>> ended = new ArrayList<>();
   private final List<Map<String, Object>> refuted = new ArrayList<>();
   private final ObjectMapper json = new ObjectMapper();
@@ -33,9 +36,10 @@ public final class HoldsProbe {
    * @param windowMs the guard's window, 0 for no guard
    * @param idleLimitMs {@code Long.MAX_VALUE} without dynamic allocation
    * @param maxShare the largest share of the executors held at once
+   * @param waitAware whether holds are priced against the task queue (each executor one slot)
    */
   public HoldsProbe(String executors, long intervalMs, long maxHoldMs, long windowMs, double beta, long idleLimitMs,
-      double maxShare) {
+      double maxShare, boolean waitAware) {
     offers = new Scheduler(executors.split(","));
     guard = windowMs > 0 ? new FeedbackGuard(windowMs, 1, beta, 2 * maxHoldMs) : null;
     safety = new HoldSafety(idleLimitMs);
@@ -44,8 +48,12 @@ public final class HoldsProbe {
             verdict.tasks(), "executorMedian", verdict.executorMedian(), "othersMedian", verdict.othersMedian(),
             "backoffMs", backoff)), () -> now);
     holds.bind(offers);
-    decisions = new JvmDecisions(null, holds, intervalMs, 0.7, maxShare, false, "default", () -> now);
-    for (String id : offers.executors) safety.executorAdded(id, now);
+    queue = waitAware ? new TaskQueue(beta, guard) : null;
+    decisions = new JvmDecisions(null, holds, queue, intervalMs, 0.7, maxShare, false, "default", () -> now);
+    for (String id : offers.executors) {
+      safety.executorAdded(id, now);
+      if (queue != null) queue.executorAdded(id, 1);
+    }
   }
 
   private static Map<String, Object> record(ExecutorHolds.Hold h) {
@@ -99,6 +107,30 @@ public final class HoldsProbe {
     if (guard == null) return;
     guard.taskEnded(executorId, stage, normalized, now);
     holds.judgeAfterTask(executorId);
+  }
+
+  /** {@link TaskQueue#queueWait}, which is package-private. */
+  public static double queueWait(double[] runningLeft, double[] queued, int freeSlots) {
+    return TaskQueue.queueWait(runningLeft, queued, freeSlots);
+  }
+
+  /** A stage of {@code numTasks} tasks is submitted now (the queue needs {@code waitAware}). */
+  public void stage(String stage, int numTasks) {
+    queue.stageSubmitted(stage, numTasks);
+  }
+
+  /** Task {@code index} of {@code stage} starts on {@code executorId} now. */
+  public void launch(long taskId, String executorId, String stage, int index) {
+    launched.put(taskId, now);
+    taskStarted(executorId);
+    queue.taskStarted(taskId, executorId, stage, index, now);
+  }
+
+  /** Task {@code taskId} of {@code stage} ends now on {@code executorId}, successfully; the guard sees its duration. */
+  public void finish(long taskId, String executorId, String stage) {
+    long duration = now - launched.remove(taskId);
+    queue.taskEnded(taskId, true, duration);
+    taskEnded(executorId, stage, duration);
   }
 
   /** Spark loses {@code executorId}. */

@@ -29,7 +29,9 @@ import org.slf4j.LoggerFactory;
  * against the other executors, so a late feed or a paused driver silences no one). {@link #choose} then
  * applies the scheduling rule (at most {@code spark.wrangler.hold.maxShare} of the executors, never all); the
  * chosen executors are held for two intervals (renewed while chosen; the {@link FeedbackGuard} and the cap
- * have the last word in {@link ExecutorHolds}) or, in hint mode, logged.
+ * have the last word in {@link ExecutorHolds}) or, in hint mode, logged. With a {@link TaskQueue}
+ * ({@code spark.wrangler.hold.waitAware}), a chosen executor whose hold would make the pending tasks wait longer
+ * than the straggle it avoids is not held ({@code waits-longer}); its decision carries both, in ms.
  * Executors this class held and no longer chooses are released at once. Each choice is kept as a decision
  * ({@link #decisionsJson}), which Python reads back.
  */
@@ -42,6 +44,7 @@ public final class JvmDecisions {
   private static volatile JvmDecisions active;
 
   private final ExecutorHolds holds;
+  private final TaskQueue queue;
   private final long intervalMs;
   private final LongSupplier clock;
   private volatile WranglerModel model;
@@ -61,13 +64,16 @@ public final class JvmDecisions {
 
   /**
    * @param model the model to score with, or {@code null} until one is installed
+   * @param queue prices each hold against the tasks it makes wait ({@link TaskQueue}); {@code null} to hold
+   *     every chosen executor
    * @param maxShare the largest share of the live executors held at once (at least one, never all)
    * @param clock epoch milliseconds: the time each tick decides at
    */
-  JvmDecisions(WranglerModel model, ExecutorHolds holds, long intervalMs, double p, double maxShare, boolean hint,
-      String workload, LongSupplier clock) {
+  JvmDecisions(WranglerModel model, ExecutorHolds holds, TaskQueue queue, long intervalMs, double p, double maxShare,
+      boolean hint, String workload, LongSupplier clock) {
     this.model = model;
     this.holds = holds;
+    this.queue = queue;
     this.intervalMs = intervalMs;
     this.p = p;
     this.maxShare = maxShare;
@@ -144,8 +150,9 @@ public final class JvmDecisions {
   /**
    * The decisions after sequence number {@code after}, oldest first, as a JSON list: {@code seq}, {@code time},
    * {@code executorId}, {@code score} (null for a silent executor), {@code confidence}, {@code why}
-   * ({@code model} or {@code silent}) and {@code action} ({@code held}, {@code renewed}, a refusal of
-   * {@link ExecutorHolds#hold}, or {@code hint}).
+   * ({@code model} or {@code silent}), {@code action} ({@code held}, {@code renewed}, a refusal of
+   * {@link ExecutorHolds#hold}, {@code waits-longer}, or {@code hint}) and, when holds are priced,
+   * {@code delayMs} and {@code avoidedMs} (null where unknown).
    */
   public synchronized String decisionsJson(long after) {
     List<Map<String, Object>> out = new ArrayList<>();
@@ -215,18 +222,29 @@ public final class JvmDecisions {
     }
     if (scored) keep(predictSeconds, (System.nanoTime() - started) / 1e9);
     List<String> chosen = choose(predictions, p, live.size(), maxShare);
+    Set<String> closed = new HashSet<>(held);
+    closed.addAll(chosen);
+    Set<String> kept = new HashSet<>();
     for (String id : chosen) {
       double[] prediction = predictions.get(id);
       String why = silent.contains(id) ? "silent" : "model";
+      TaskQueue.Cost cost = queue == null || silent.contains(id) ? null : queue.holdCost(id, closed, now);
       String action;
-      if (hint) {
+      if (cost != null && !cost.worthIt()) {
+        action = "waits-longer";
+        closed.remove(id);
+      } else if (hint) {
         action = "hint";
         LOG.info("Wrangler would delay executor {} ({}: score {}, confidence {} > p {})", id, why, prediction[0],
             prediction[1], p);
       } else {
         action = silent.contains(id) ? holds.holdSilent(id, 2 * intervalMs) : holds.hold(id, 2 * intervalMs, prediction[1]);
-        if (action.equals("held") || action.equals("renewed")) held.add(id);
-        else held.remove(id);
+        if (action.equals("held") || action.equals("renewed")) {
+          held.add(id);
+          kept.add(id);
+        } else {
+          held.remove(id);
+        }
       }
       Map<String, Object> d = new LinkedHashMap<>();
       d.put("seq", ++seq);
@@ -236,10 +254,14 @@ public final class JvmDecisions {
       d.put("confidence", prediction[1]);
       d.put("why", why);
       d.put("action", action);
+      if (cost != null) {
+        d.put("delayMs", finite(cost.delayMs()));
+        d.put("avoidedMs", finite(cost.avoidedMs()));
+      }
       keep(decisions, d);
     }
     for (String id : new ArrayList<>(held)) {
-      if (!chosen.contains(id)) {
+      if (!kept.contains(id)) {
         holds.release(id);
         held.remove(id);
       }
@@ -249,6 +271,10 @@ public final class JvmDecisions {
   private void releaseAll() {
     for (String id : held) holds.release(id);
     held.clear();
+  }
+
+  private static Double finite(double value) {
+    return Double.isFinite(value) ? value : null;
   }
 
   private static <T> void keep(ArrayDeque<T> kept, T value) {

@@ -15,6 +15,8 @@ import org.apache.spark.SparkContext;
 import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerExecutorAdded;
 import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
+import org.apache.spark.scheduler.SparkListenerStageCompleted;
+import org.apache.spark.scheduler.SparkListenerStageSubmitted;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.apache.spark.scheduler.SparkListenerTaskStart;
 import org.slf4j.Logger;
@@ -24,7 +26,8 @@ import org.slf4j.LoggerFactory;
  * Wrangler in the driver: records the executors' node samples as telemetry {@code node} records and
  * owns the {@link ExecutorHolds}, whose ended holds become {@code wrangler_hold} records, and the
  * {@link FeedbackGuard}, whose refutations become {@code wrangler_guard} records, and the
- * {@link JvmDecisions}, the only place Wrangler decides (Python trains and installs models there). Every
+ * {@link JvmDecisions}, the only place Wrangler decides (Python trains and installs models there), and, with
+ * {@code spark.wrangler.hold.waitAware}, the {@link TaskQueue} that prices each hold. Every
  * component that decides by time reads the one clock made here, the system's.
  */
 public final class WranglerDriver {
@@ -84,7 +87,9 @@ public final class WranglerDriver {
     HoldSafety safety = HoldSafety.of(sc);
     ExecutorHolds holds = new ExecutorHolds(maxHoldMs, intervalMs, guard, safety, h -> telemetry.record(HOLD, h),
         refutationReporter(telemetry, clock), clock);
-    JvmDecisions decisions = jvmDecisions(conf, holds, intervalMs, clock);
+    TaskQueue queue = conf.getBoolean("spark.wrangler.hold.waitAware")
+        ? new TaskQueue(conf.getDouble("spark.wrangler.beta"), guard) : null;
+    JvmDecisions decisions = jvmDecisions(conf, holds, queue, intervalMs, clock);
     telemetry.register(NODE);
     telemetry.register(HOLD);
     telemetry.register(GUARD);
@@ -94,28 +99,46 @@ public final class WranglerDriver {
       return null;
     });
     router.on("wrangler.decommissioning", msg -> holds.decommissioning(msg.path("executorId").asText()));
+    int taskCpus = sc.conf().getInt("spark.task.cpus", 1);
     SparkCompat.addListener(sc, new SparkListener() {
       @Override
       public void onExecutorRemoved(SparkListenerExecutorRemoved e) {
         decisions.executorRemoved(e.executorId());
         holds.executorRemoved(e.executorId());
         safety.executorRemoved(e.executorId());
+        if (queue != null) queue.executorRemoved(e.executorId());
       }
 
       @Override
       public void onExecutorAdded(SparkListenerExecutorAdded e) {
         safety.executorAdded(e.executorId(), e.time());
+        if (queue != null) queue.executorAdded(e.executorId(), e.executorInfo().totalCores() / taskCpus);
+      }
+
+      @Override
+      public void onStageSubmitted(SparkListenerStageSubmitted e) {
+        if (queue != null) queue.stageSubmitted(stageKey(e.stageInfo().stageId(), e.stageInfo().attemptNumber()), e.stageInfo().numTasks());
+      }
+
+      @Override
+      public void onStageCompleted(SparkListenerStageCompleted e) {
+        if (queue != null) queue.stageCompleted(stageKey(e.stageInfo().stageId(), e.stageInfo().attemptNumber()));
       }
 
       @Override
       public void onTaskStart(SparkListenerTaskStart e) {
         safety.taskStarted(e.taskInfo().executorId());
+        if (queue != null) {
+          queue.taskStarted(e.taskInfo().taskId(), e.taskInfo().executorId(), stageKey(e.stageId(), e.stageAttemptId()),
+              e.taskInfo().index(), e.taskInfo().launchTime());
+        }
       }
 
       @Override
       public void onTaskEnd(SparkListenerTaskEnd e) {
         safety.taskEnded(e.taskInfo().executorId(), e.taskInfo().finishTime());
         holds.taskEnded(e);
+        if (queue != null) queue.taskEnded(e.taskInfo().taskId(), e.taskInfo().successful(), e.taskInfo().duration());
       }
     }, QUEUE);
     ExecutorHolds.activate(holds);
@@ -131,7 +154,8 @@ public final class WranglerDriver {
    * The decisions, with the JSON model {@code spark.wrangler.model.path} names; without one (unset, or a
    * joblib model, which Python exports and installs) they hold only silent executors until Python installs one.
    */
-  private static JvmDecisions jvmDecisions(SparkrmConf conf, ExecutorHolds holds, long intervalMs, LongSupplier clock) {
+  private static JvmDecisions jvmDecisions(SparkrmConf conf, ExecutorHolds holds, TaskQueue queue, long intervalMs,
+      LongSupplier clock) {
     String path = conf.getString("spark.wrangler.model.path");
     if (path != null && !path.endsWith(".json")) {
       LOG.warn("spark.wrangler.model.path={} is not a JSON model, which the driver JVM scores: unless this application "
@@ -142,7 +166,7 @@ public final class WranglerDriver {
     // a SparkrmConfigException names file, field and fix
     WranglerModel model = path != null && path.endsWith(".json") ? WranglerModel.load(path) : null;
     String workload = conf.getString("spark.wrangler.workload");
-    return new JvmDecisions(model, holds, intervalMs, conf.getDouble("spark.wrangler.confidence"),
+    return new JvmDecisions(model, holds, queue, intervalMs, conf.getDouble("spark.wrangler.confidence"),
         conf.getDouble("spark.wrangler.hold.maxShare"), "hint".equals(conf.getString("spark.wrangler.mode")),
         workload == null ? "default" : workload, clock);
   }
@@ -165,6 +189,10 @@ public final class WranglerDriver {
         LOG.info(message, args);
       }
     };
+  }
+
+  private static String stageKey(int stageId, int attempt) {
+    return stageId + "." + attempt;
   }
 
   /** The sampling interval executors are told to use. */
