@@ -1,5 +1,9 @@
 """Who gets cores next epoch: Rotary's Algorithm 4 and the baselines, behind one interface.
 
+Every policy is an order of jobs for their first core and, for some, an order for one extra core each;
+the shared utility allocator (:mod:`spark_plugin.utility`) hands the cores out by those orders as
+utilities, the same allocator SLAQ uses.
+
 A policy sees the jobs whose epoch just ended (:class:`JobView`) and the cores and memory not held
 by jobs still inside their epoch, and returns cores per job (absent or 0: paused this epoch).
 
@@ -28,6 +32,8 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
+
+from ..utility import Claim, allocate, by_priority
 
 
 @dataclass(frozen=True)
@@ -67,31 +73,15 @@ class Policy:
     def allocate(self, jobs: list[JobView], cores: int, memory: float) -> dict[str, int]:
         raise NotImplementedError
 
-    def _one_each(self, ordered: list[JobView], cores: int, memory: float) -> dict[str, int]:
-        """One core per job in ``ordered`` while cores last, skipping jobs whose memory does not fit."""
-        grant = {}
-        for job in ordered:
-            if cores == 0:
-                break
-            if self.uses_memory and job.memory > memory:
-                continue
-            grant[job.job_id] = 1
-            cores -= 1
-            memory -= job.memory if self.uses_memory else 0
-        return grant
-
-    def _one_each_then_extra(self, ordered: list[JobView], cores: int, memory: float) -> dict[str, int]:
-        """:meth:`_one_each`, then one extra core each to the served jobs, in the same order."""
-        grant = self._one_each(ordered, cores, memory)
-        return self._extra_each(grant, [j for j in ordered if j.job_id in grant], cores)
-
-    @staticmethod
-    def _extra_each(grant: dict[str, int], queue: list[JobView], cores: int) -> dict[str, int]:
-        """One extra core each to the jobs of ``queue`` (all already served), in its order, while the
-        ``cores`` not yet granted last."""
-        for job in queue[:cores - sum(grant.values())]:
-            grant[job.job_id] += 1
-        return grant
+    def _grant(self, first: list[JobView], cores: int, memory: float, extra: list[JobView] | None = None) -> dict:
+        """One core per job in ``first`` order while cores last, skipping jobs whose memory does not fit,
+        then, with ``extra``, one more each to the served jobs in ``extra`` order: the order as utilities
+        (:func:`spark_plugin.utility.by_priority`), handed out by the shared max-sum allocator."""
+        tables = by_priority([j.job_id for j in first], None if extra is None else [j.job_id for j in extra])
+        claims = [Claim(j.job_id, tables[j.job_id], max_units=1 if extra is None else 2,
+                        memory=j.memory if self.uses_memory else 0.0) for j in first]
+        grant = allocate(claims, cores, memory=memory if self.uses_memory else math.inf)
+        return {job: n for job, n in grant.items() if n}
 
 
 class Rotary(Policy):
@@ -100,9 +90,8 @@ class Rotary(Policy):
     uses_history = True
 
     def allocate(self, jobs, cores, memory):
-        served = self._one_each(sorted(jobs, key=lambda j: j.arrival_s), cores, memory)
-        queue = sorted((j for j in jobs if j.job_id in served), key=lambda j: (-self.phi_hat(j), j.arrival_s))
-        return self._extra_each(served, queue, cores)
+        return self._grant(sorted(jobs, key=lambda j: j.arrival_s), cores, memory,
+                           extra=sorted(jobs, key=lambda j: (-self.phi_hat(j), j.arrival_s)))
 
     def phi_hat(self, job: JobView) -> float:
         """Predicted progress toward the criterion at the end of the job's next epoch (0 with nothing
@@ -117,7 +106,7 @@ class RotaryDeadline(Rotary):
 
     def allocate(self, jobs, cores, memory):
         queue = sorted(jobs, key=lambda j: (self.priority(j), j.arrival_s))
-        return self._one_each_then_extra(queue, cores, memory)
+        return self._grant(queue, cores, memory, extra=queue)
 
     def priority(self, job: JobView) -> tuple:
         """Queue key, smallest first: jobs with nothing to predict from (explored), then those
@@ -152,7 +141,7 @@ class RoundRobin(Policy):
 
     def allocate(self, jobs, cores, memory):
         ordered = sorted(jobs, key=lambda j: (self._served.get(j.job_id, 0), j.arrival_s))
-        grant = self._one_each(ordered, cores, memory)
+        grant = self._grant(ordered, cores, memory)
         for job_id in grant:
             self._served[job_id] = self._served.get(job_id, 0) + 1
         return grant
@@ -162,14 +151,14 @@ class EDF(Policy):
     name = "edf"
 
     def allocate(self, jobs, cores, memory):
-        return self._one_each(sorted(jobs, key=lambda j: (_deadline(j), j.arrival_s)), cores, memory)
+        return self._grant(sorted(jobs, key=lambda j: (_deadline(j), j.arrival_s)), cores, memory)
 
 
 class LAF(Policy):
     name = "laf"
 
     def allocate(self, jobs, cores, memory):
-        return self._one_each(sorted(jobs, key=lambda j: (j.estimate, j.arrival_s)), cores, memory)
+        return self._grant(sorted(jobs, key=lambda j: (j.estimate, j.arrival_s)), cores, memory)
 
 
 class ReLAQS(Policy):
@@ -179,7 +168,7 @@ class ReLAQS(Policy):
     def allocate(self, jobs, cores, memory):
         # A job without two epochs yet has unknown potential: serve it first, as ReLAQS explores.
         ordered = sorted(jobs, key=lambda j: (-(math.inf if j.recent_gain is None else j.recent_gain), j.arrival_s))
-        return self._one_each_then_extra(ordered, cores, memory)
+        return self._grant(ordered, cores, memory, extra=ordered)
 
 
 def _deadline(job: JobView) -> float:

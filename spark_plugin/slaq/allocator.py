@@ -5,6 +5,9 @@ epoch as a function of its core count ``n`` (a vectorized callable, or a table i
 a weight, and optionally the most cores it can use. :func:`allocate` returns ``{job_id: cores}``
 for every job, summing to at most ``capacity``.
 
+Objectives A and B are the shared utility allocator's max-sum and max-min (:mod:`spark_plugin.utility`)
+over the jobs' weighted curves; this module states SLAQ's objectives in those terms.
+
 * ``objective="reduction"`` (Objective A, Algorithm 1): the curve is the predicted *normalized loss
   reduction* with ``n`` cores. Every job first gets one core, so none starves (L1088); each
   remaining core then goes to the job whose ``weight * (curve(a + 1) - curve(a))`` is largest, via
@@ -36,7 +39,6 @@ counts (one vectorized call per job and block). 4,000 jobs on 16,000 cores take 
 
 from __future__ import annotations
 
-import heapq
 import logging
 import math
 import time
@@ -44,6 +46,9 @@ from dataclasses import dataclass
 from typing import Callable, Hashable, Sequence
 
 import numpy as np
+
+from .. import utility
+from ..utility import Claim
 
 __all__ = ["JobCurve", "OBJECTIVES", "allocate", "allocate_fair", "allocate_maxmin", "allocate_reduction"]
 
@@ -167,79 +172,29 @@ def allocate_fair(jobs: Sequence[JobCurve | Hashable], capacity: int) -> dict:
     return {j.job_id: a for j, a in zip(jobs, alloc)}
 
 
-class _Curve:
-    """Lazy table of one job's curve, extended in doubling blocks of core counts."""
-
-    __slots__ = ("fn", "values", "limit", "job_id")
-
-    def __init__(self, job: JobCurve, limit: int, first_block: int):
-        self.job_id, self.limit = job.job_id, limit
-        if callable(job.curve):
-            self.fn, self.values = job.curve, np.zeros(0)
-            self.extend(min(limit, first_block))
-        else:
-            table = np.asarray(job.curve, dtype=float).ravel()
-            if table.size == 0:
-                raise ValueError(f"the curve of job {job.job_id!r} is an empty table. "
-                                 "Give at least the values for 0 and 1 cores.")
-            _check_finite(job.job_id, table)
-            self.fn, self.values = None, table
-
-    def extend(self, upto: int) -> None:
-        start = self.values.size
-        n = np.arange(start, upto + 1)
-        new = np.asarray(self.fn(n), dtype=float).reshape(n.shape)
-        _check_finite(self.job_id, new)
-        self.values = np.concatenate([self.values, new])
-
-    def at(self, n: int) -> float:
-        if n >= self.values.size:
-            if self.fn is None:
-                return float(self.values[-1])
-            self.extend(min(self.limit, max(n, 2 * self.values.size)))
-        return float(self.values[n])
-
-
 def _greedy(jobs: Sequence[JobCurve], capacity: int, *, maxmin: bool) -> dict:
+    """Objective A as max-sum over ``weight * reduction``, B as max-min over ``-weight * loss``."""
     jobs = list(jobs)
     _check_jobs(jobs, capacity)
     for j in jobs:
         if j.curve is None:
             raise ValueError(f"job {j.job_id!r} has no curve. Pass predicted values per core count "
                              "(see predictor.epoch_curve), or use objective='fair'.")
-    if not jobs:
-        return {}
-    limits = [capacity if j.max_cores is None else min(j.max_cores, capacity) for j in jobs]
-    block = 2 * (capacity // len(jobs)) + 2
-    curves = [_Curve(j, lim, block) for j, lim in zip(jobs, limits)]
-    weights = [float(j.weight) for j in jobs]
-    alloc = [0] * len(jobs)
+    claims = [Claim(j.job_id, _utility(j, -j.weight if maxmin else j.weight), j.max_cores) for j in jobs]
+    return utility.allocate(claims, capacity, objective="min" if maxmin else "sum")
 
-    def key(i: int) -> tuple:
-        a = alloc[i]
-        now, more = curves[i].at(a), curves[i].at(a + 1)
-        if maxmin:  # worst first, but only where one more core still lowers the loss
-            return (0 if more < now else 1, -weights[i] * now, a, i)
-        return (-weights[i] * (more - now), a, i)
 
-    # First round: one core each, to the best first-core keys when cores are short (spec 7.6).
-    eligible = [i for i in range(len(jobs)) if limits[i] > 0]
-    if capacity < len(eligible):
-        eligible = sorted(eligible, key=key)[:capacity]
-    for i in eligible:
-        alloc[i] = 1
-    free = capacity - len(eligible)
-    heap = [key(i) for i in eligible if alloc[i] < limits[i]]
-    heapq.heapify(heap)
-    while free > 0 and heap:
-        i = heap[0][-1]
-        alloc[i] += 1
-        free -= 1
-        if alloc[i] < limits[i]:
-            heapq.heapreplace(heap, key(i))
-        else:
-            heapq.heappop(heap)
-    return {j.job_id: a for j, a in zip(jobs, alloc)}
+def _utility(job: JobCurve, factor: float):
+    """The job's curve times ``factor``, as a table or a vectorized callable, refusing non-finite values."""
+    def scaled(values) -> np.ndarray:
+        values = np.asarray(values, dtype=float)
+        if not np.all(np.isfinite(values)):
+            raise ValueError(f"the curve of job {job.job_id!r} returned non-finite values "
+                             f"{values[~np.isfinite(values)][:3]}. Predictions must be finite numbers; check the "
+                             "job's loss history.")
+        return factor * values
+
+    return (lambda n: scaled(job.curve(n))) if callable(job.curve) else scaled(job.curve)
 
 
 def _check_jobs(jobs: Sequence[JobCurve], capacity: int) -> None:
@@ -256,9 +211,3 @@ def _check_jobs(jobs: Sequence[JobCurve], capacity: int) -> None:
         if j.max_cores is not None and (isinstance(j.max_cores, bool) or not isinstance(j.max_cores, (int, np.integer))
                                         or j.max_cores < 0):
             raise ValueError(f"max_cores of job {j.job_id!r} must be an int >= 0 or None. Got {j.max_cores!r}.")
-
-
-def _check_finite(job_id, values: np.ndarray) -> None:
-    if not np.all(np.isfinite(values)):
-        raise ValueError(f"the curve of job {job_id!r} returned non-finite values {values[~np.isfinite(values)][:3]}. "
-                         "Predictions must be finite numbers; check the job's loss history.")

@@ -52,3 +52,11 @@ def test_the_python_core_imports_no_system():
         rf"^\s*(from\s+(\.|spark_plugin\.){systems}\b|import\s+spark_plugin\.{systems}\b|from\s+shuffle_merge\b"
         r"|import\s+shuffle_merge\b).*$", path.read_text(), flags=re.M)]
     assert not named, f"the core imports a system: {named}"
+
+
+def test_the_shared_utility_allocator_imports_neither_spark_nor_a_system():
+    """Every arbiter allocates through spark_plugin.utility, so it must stay importable on its own."""
+    sources = sorted((ROOT / "spark_plugin" / "utility").glob("*.py"))
+    named = [f"{path.name}: {m.group(0).strip()}" for path in sources for m in re.finditer(
+        r"^\s*(from|import)\s+(pyspark|py4j|\.\.|spark_plugin(?!\.utility))\b.*$", path.read_text(), flags=re.M)]
+    assert sources and not named, f"spark_plugin.utility imports {named}"
