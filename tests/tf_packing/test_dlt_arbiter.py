@@ -1,0 +1,68 @@
+"""Rotary-DLT's arbiter with real Keras training, at times the test sets (a manual clock that training
+does not move, so budgets in epochs and arrivals decide everything)."""
+
+import pytest
+
+from tests.helpers import ManualClock
+
+from .conftest import make_mlp
+
+pytestmark = pytest.mark.tf
+
+
+def compiled(seed, hidden=16):
+    model = make_mlp(seed, hidden=hidden)
+    model.compile(model.optimizer, "sparse_categorical_crossentropy", metrics=["accuracy"])
+    return model
+
+
+@pytest.fixture
+def arbiter(tf_det, toy_data):
+    from tf_packing.dlt import DltArbiter
+
+    x, y = toy_data
+    clock = ManualClock()
+
+    def make(**kwargs):
+        return DltArbiter(x[:240], y[:240], (x[240:], y[240:]), clock=clock, sleep=clock.advance, **kwargs)
+
+    return make
+
+
+def test_jobs_train_in_policy_order_wait_for_their_arrival_and_leave_when_their_criterion_decides(arbiter):
+    from tf_packing.dlt import DltJob
+
+    jobs = [DltJob("a", lambda: compiled(1), "RUN FOR 3 EPOCHS"),
+            DltJob("b", lambda: compiled(2), "RUN FOR 2 EPOCHS", arrival_s=5.0),
+            DltJob("never", lambda: compiled(3), "UNTIL ACC >= 0.999 WITHIN 2 EPOCHS", arrival_s=5.0)]
+    run = arbiter(policy="fifo")
+    results = {r["job"]: r for r in run.run(jobs)}
+    assert [r["chosen"] for r in run.rounds_] == [["a"]] * 3 + [["b"]] * 2 + [["never"]] * 2
+    assert [r["time"] for r in run.rounds_][2:4] == [0.0, 5.0]  # "b" waited for its arrival
+    assert {n: (r["status"], r["epochs"]) for n, r in results.items()} == {
+        "a": ("attained", 3), "b": ("attained", 2), "never": ("unattained", 2)}
+    assert len(run.history.similar("a")) == 1 and len(run.history.similar("never")[0].accuracies) == 2
+
+
+def test_rotary_dlt_alternates_to_the_job_behind_and_packing_trains_the_chosen_jobs_together(arbiter):
+    from tf_packing.dlt import DltJob
+
+    def workload():
+        return [DltJob("a", lambda: compiled(4), "RUN FOR 4 EPOCHS"), DltJob("b", lambda: compiled(5), "RUN FOR 2 EPOCHS")]
+
+    alone = arbiter(policy="rotary-dlt", threshold=1.0)  # all fairness: the job with less progress first
+    alone.run(workload())
+    # progress is epochs over budget: a 1/4 per epoch, b 1/2; ties go by arrival, then name
+    assert [r["chosen"] for r in alone.rounds_] == [["a"], ["b"], ["a"], ["a"], ["b"], ["a"]]
+    packed = arbiter(policy="rotary-dlt", threshold=1.0, pack=True)
+    results = packed.run(workload())
+    assert [sorted(r["chosen"]) for r in packed.rounds_] == [["a", "b"], ["a", "b"], ["a"], ["a"]]
+    assert [r["status"] for r in results] == ["attained", "attained"]
+    assert all(0 <= r["accuracy"] <= 1 for r in results)
+
+
+def test_a_workload_that_fits_no_memory_is_refused_naming_the_key(arbiter):
+    from tf_packing.dlt import DltJob
+
+    with pytest.raises(ValueError, match="no active job fits in memory_bytes=1: .*Raise memory_bytes"):
+        arbiter(memory_bytes=1).run([DltJob("a", lambda: compiled(6), "RUN FOR 1 EPOCHS")])

@@ -1,0 +1,221 @@
+"""Rotary-DLT's arbiter: Keras training jobs with completion criteria share one device, epoch by epoch.
+
+Every round the arbiter admits the jobs that have arrived, computes each active job's progress
+(:mod:`.progress`), memory (:class:`.estimators.MemoryEstimator`) and predicted remaining time, asks the
+policy for an order (:mod:`.policies`) and trains the chosen jobs for one epoch: one after another or,
+with ``pack=True``, as one pack (:func:`tf_packing.pack`), which the thesis could not do. Jobs it does not
+choose are checkpointed off the device (:func:`tf_packing.free`: weights and optimizer state) and
+resumed exactly where they stopped (:func:`tf_packing.load`). After each epoch the job's validation
+accuracy decides its criterion (:mod:`spark_plugin.rotary.criteria`; elapsed time counts from arrival, so
+waiting counts too); a job whose budget runs out while it waits leaves unattained. Finished jobs go to the
+history repository (:class:`.history.History`), which the estimators of later, similar jobs read.
+
+The clock and the sleep are injected, so a test can run a workload at the times it sets.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from spark_plugin.rotary import criteria as crit
+
+from ..checkpoint import free, load
+from ..memory import model_bytes
+from . import policies
+from .estimators import MemoryEstimator, epoch_seconds
+from .history import History, JobRecord
+from .progress import epochs_needed, progress, reachable
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class DltJob:
+    """One training job: a function that builds its compiled Keras model, and when it is done.
+
+    Parameters
+    ----------
+    name : str
+    build : callable
+        ``build()`` returns a built, compiled Keras model with an ``accuracy`` metric.
+    criterion : str or Criterion
+        ``UNTIL ACC >= 0.9 WITHIN 60 SECONDS``, ``UNTIL CONVERGE(ACC, 0.005) WITHIN 30 EPOCHS``,
+        ``RUN FOR 10 EPOCHS`` (:func:`spark_plugin.rotary.criteria.parse`).
+    kind : str, optional
+        What makes jobs similar for the history (same architecture family, same data). Default: ``name``.
+    batch_size : int, default=32
+    arrival_s : float, default=0.0
+        Seconds after the arbiter starts.
+    """
+
+    name: str
+    build: Callable
+    criterion: str | crit.Criterion
+    kind: str | None = None
+    batch_size: int = 32
+    arrival_s: float = 0.0
+
+    def __post_init__(self):
+        if isinstance(self.criterion, str):
+            self.criterion = crit.parse(self.criterion)
+        self.kind = self.kind or self.name
+
+
+@dataclass
+class _Active:
+    job: DltJob
+    model: object
+    static_bytes: float
+    accuracies: list = field(default_factory=list)
+    epoch_s: list = field(default_factory=list)
+    checkpoint: object = None  # off the device while set
+    status: str = crit.RUNNING
+    finished_s: float | None = None
+
+
+class DltArbiter:
+    """Runs a workload of :class:`DltJob` on one device under a Rotary-DLT policy.
+
+    Parameters
+    ----------
+    x, y : arrays
+        Training data every job shares (packing needs the same inputs).
+    validation_data : tuple
+        ``(x_val, y_val)``, evaluated after every epoch.
+    policy : str, default="rotary-dlt"
+        One of :data:`.policies.POLICIES`.
+    threshold : float, default=0.5
+        Rotary-DLT's T.
+    memory_bytes : float, default=inf
+        The device memory the chosen jobs' estimates must fit in.
+    pack : bool, default=False
+        Train the chosen jobs of a round as one pack (at most ``max_pack``).
+    history : History, optional
+        Past jobs for the estimators; finished jobs are added to it.
+    clock, sleep : callables
+        Seconds, and a sleep of that many seconds (tests inject both).
+
+    Attributes
+    ----------
+    rounds_ : list of dict
+        Per round: ``time``, the ``chosen`` jobs, ``train_s``.
+    """
+
+    def __init__(self, x, y, validation_data, *, policy: str = "rotary-dlt", threshold: float = 0.5,
+                 memory_bytes: float = float("inf"), pack: bool = False, max_pack: int = 4,
+                 history: History | None = None, clock: Callable = time.monotonic, sleep: Callable = time.sleep):
+        if policy not in policies.POLICIES:
+            raise ValueError(f"unknown Rotary-DLT policy {policy!r}; choose from {', '.join(policies.POLICIES)}")
+        if not 0 <= threshold <= 1:
+            raise ValueError(f"the Rotary-DLT threshold T is a progress in [0, 1]. Got {threshold!r}.")
+        self.x, self.y, self.validation_data = x, y, validation_data
+        self.policy, self.threshold = policy, threshold
+        self.memory_bytes, self.pack, self.max_pack = memory_bytes, pack, max_pack if pack else 1
+        self.history = history if history is not None else History()
+        self.memory = MemoryEstimator()
+        self.clock, self.sleep = clock, sleep
+
+    def run(self, jobs: list[DltJob]) -> list[dict]:
+        """Run ``jobs`` until each is attained or not; one result per job, in the order given."""
+        names = [j.name for j in jobs]
+        if len(set(names)) != len(names):
+            raise ValueError(f"job names must be unique; got {names}")
+        self.rounds_ = []
+        start = self.clock()
+        waiting = sorted(jobs, key=lambda j: j.arrival_s)
+        active: dict[str, _Active] = {}
+        done: dict[str, _Active] = {}
+        while waiting or active:
+            now = self.clock() - start
+            while waiting and waiting[0].arrival_s <= now:
+                job = waiting.pop(0)
+                model = job.build()
+                active[job.name] = _Active(job, model, float(model_bytes(model, job.batch_size)),
+                                           checkpoint=free(model))
+            for name in [n for n, a in active.items() if self._status(a, now) != crit.RUNNING]:
+                done[name] = self._finish(active.pop(name), now)
+            if not active:
+                if waiting:
+                    self.sleep(max(waiting[0].arrival_s - (self.clock() - start), 0.0))
+                continue
+            views = [self._view(a, now) for a in active.values()]
+            chosen = policies.choose(policies.order(self.policy, views, self.threshold), self.memory_bytes,
+                                     max_pack=self.max_pack)
+            if not chosen:
+                raise ValueError(f"no active job fits in memory_bytes={self.memory_bytes:g}: the smallest needs "
+                                 f"{min(v.memory for v in views):g} bytes. Raise memory_bytes.")
+            for name, a in active.items():
+                if name not in chosen and a.checkpoint is None:
+                    a.checkpoint = free(a.model)
+            trained = self._train([active[n] for n in chosen])
+            self.rounds_.append({"time": now, "chosen": chosen, "train_s": trained})
+            now = self.clock() - start
+            for name in chosen:
+                a = active[name]
+                if self._status(a, now) != crit.RUNNING:
+                    done[name] = self._finish(active.pop(name), now)
+        return [self._result(done[n]) for n in names]
+
+    def _train(self, chosen: list[_Active]) -> float:
+        """One epoch for each chosen job (or one packed epoch); records each job's accuracy and epoch time."""
+        for a in chosen:
+            if a.checkpoint is not None:
+                load(a.model, checkpoint=a.checkpoint)
+                a.checkpoint = None
+        started = self.clock()
+        if len(chosen) > 1:
+            from ..packed import pack
+
+            packed = pack([a.model for a in chosen], batch_sizes=[a.job.batch_size for a in chosen],
+                          names=[a.job.name for a in chosen])
+            logs = packed.fit(self.x, self.y, validation_data=self.validation_data, verbose=0)
+            seconds = self.clock() - started
+            for a in chosen:
+                a.accuracies.append(float(logs[a.job.name].history["val_accuracy"][-1]))
+                a.epoch_s.append(seconds / len(chosen))
+            return seconds
+        for a in chosen:
+            began = self.clock()
+            logs = a.model.fit(self.x, self.y, batch_size=a.job.batch_size, epochs=1, verbose=0,
+                               validation_data=self.validation_data)
+            a.accuracies.append(float(logs.history["val_accuracy"][-1]))
+            a.epoch_s.append(self.clock() - began)
+        return self.clock() - started
+
+    def _view(self, a: _Active, now: float) -> policies.DltView:
+        past = self.history.similar(a.job.kind)
+        per_epoch = epoch_seconds(a.epoch_s, past)
+        needed = epochs_needed(a.job.criterion, a.accuracies, past)
+        deadline = a.job.criterion.deadline_s
+        elapsed = now - a.job.arrival_s
+        return policies.DltView(
+            job_id=a.job.name, arrival_s=a.job.arrival_s,
+            deadline_s=None if deadline is None else a.job.arrival_s + deadline,
+            progress=progress(a.job.criterion, len(a.accuracies), elapsed, a.accuracies, per_epoch, past),
+            epochs=len(a.accuracies), memory=self.memory.estimate(a.job.batch_size, past, a.static_bytes),
+            remaining_s=None if needed is None or per_epoch is None else needed * per_epoch,
+            reachable=reachable(a.job.criterion, len(a.accuracies), elapsed, needed, per_epoch))
+
+    @staticmethod
+    def _status(a: _Active, now: float) -> str:
+        acc = a.accuracies
+        return a.job.criterion.status(crit.Progress(
+            elapsed_s=now - a.job.arrival_s, epochs=len(acc), estimate=acc[-1] if acc else 0.0,
+            previous=acc[-2] if len(acc) > 1 else None))
+
+    def _finish(self, a: _Active, now: float) -> _Active:
+        a.status, a.finished_s = self._status(a, now), now
+        if a.accuracies:
+            self.history.add(JobRecord(a.job.kind, a.job.batch_size, a.static_bytes, list(a.accuracies),
+                                       list(a.epoch_s)))
+        log.info("Rotary-DLT job %s %s after %d epochs, at %.1f s", a.job.name, a.status, len(a.accuracies), now)
+        return a
+
+    @staticmethod
+    def _result(a: _Active) -> dict:
+        return {"job": a.job.name, "kind": a.job.kind, "criterion": str(a.job.criterion), "status": a.status,
+                "arrival_s": a.job.arrival_s, "finished_s": a.finished_s, "epochs": len(a.accuracies),
+                "accuracy": a.accuracies[-1] if a.accuracies else None}

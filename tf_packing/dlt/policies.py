@@ -1,0 +1,66 @@
+"""Which Keras jobs train next epoch on the device: Rotary-DLT's threshold rule (Algorithm 5) and baselines.
+
+A policy orders the active jobs (:class:`DltView`); :func:`choose` then takes them in that order while
+the device's memory holds them: one job per epoch, or with packing as many as fit (at most ``max_pack``),
+which then train as one pack. The order becomes utilities (:func:`spark_plugin.utility.by_priority`) and
+the shared allocator makes the choice, the same allocator SLAQ's and Rotary-AQP's arbiters use.
+
+* ``rotary-dlt`` (Algorithm 5): while any job's progress is below the threshold ``T``, lowest progress
+  first, so that no job falls far behind; once every job has reached ``T``, highest progress first, so
+  that the jobs closest to their goals finish. ``T = 0`` is all efficiency, ``T = 1`` all fairness. Jobs
+  predicted not to meet their criterion within budget (the thesis's "considered converged",
+  :func:`.progress.reachable`) are not waited for and come last.
+* ``fifo``: arrival order. ``edf``: earliest deadline first (none: last). ``srtf``: shortest predicted
+  remaining training time first (epochs still needed times epoch time; unknown: first, to learn it).
+  ``fair``: fewest epochs trained so far first (round robin).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from spark_plugin.utility import Claim, allocate, by_priority
+
+
+@dataclass(frozen=True)
+class DltView:
+    job_id: str
+    arrival_s: float
+    deadline_s: float | None  # absolute, on the arbiter's clock
+    progress: float  # phi in [0, 1]
+    epochs: int  # epochs trained
+    memory: float  # estimated bytes on the device
+    remaining_s: float | None = None  # predicted training time still needed (None: unknown)
+    reachable: bool = True  # predicted to meet its criterion within budget
+
+
+def order(policy: str, views: list[DltView], threshold: float = 0.5) -> list[DltView]:
+    """The jobs in the order ``policy`` serves them."""
+    by_arrival = sorted(views, key=lambda v: (v.arrival_s, v.job_id))
+    if policy == "rotary-dlt":
+        live = [v for v in by_arrival if v.reachable]
+        late = sorted((v for v in by_arrival if not v.reachable), key=lambda v: -v.progress)
+        if all(v.progress >= threshold for v in live):
+            return sorted(live, key=lambda v: -v.progress) + late
+        return sorted(live, key=lambda v: v.progress) + late
+    if policy == "fifo":
+        return by_arrival
+    if policy == "edf":
+        return sorted(by_arrival, key=lambda v: math.inf if v.deadline_s is None else v.deadline_s)
+    if policy == "srtf":
+        return sorted(by_arrival, key=lambda v: -1.0 if v.remaining_s is None else v.remaining_s)
+    if policy == "fair":
+        return sorted(by_arrival, key=lambda v: v.epochs)
+    raise ValueError(f"unknown Rotary-DLT policy {policy!r}; choose from {', '.join(POLICIES)}")
+
+
+POLICIES = ("rotary-dlt", "fifo", "edf", "srtf", "fair")
+
+
+def choose(ordered: list[DltView], memory: float, *, max_pack: int = 1) -> list[str]:
+    """The jobs that train next epoch: in order while ``memory`` holds them, at most ``max_pack``."""
+    tables = by_priority([v.job_id for v in ordered])
+    claims = [Claim(v.job_id, tables[v.job_id], max_units=1, memory=v.memory) for v in ordered]
+    grant = allocate(claims, max_pack, memory=memory)
+    return [v.job_id for v in ordered if grant[v.job_id]]
