@@ -33,8 +33,9 @@ Rules the thesis leaves open (spec 7.6), ours:
   even at zero predicted gain (Algorithm 1 stops only when ``free`` is 0).
 
 Cost: O((J + C) log J) heap operations, with each curve evaluated lazily in doubling blocks of core
-counts (one vectorized call per job and block). 4,000 jobs on 16,000 cores take about 0.13 s
-(median of 5, one CPU core of the dev machine, Objective A or B; fair 4 ms).
+counts (one vectorized call per job and block). 4,000 jobs on 16,000 cores take about 0.08 s
+(median of 5, one CPU core of the dev machine, Objective A; 0.04 s before the shared allocator, whose
+wrapping and checks add the difference).
 """
 
 from __future__ import annotations

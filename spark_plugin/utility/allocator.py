@@ -90,7 +90,10 @@ def allocate(claims: Sequence[Claim], capacity: int, *, objective: str = "sum", 
         return (-(more - now), a, i)
 
     free, left = capacity, memory
-    for i in sorted((i for i in range(len(claims)) if limits[i] > 0), key=key):
+    eligible = [i for i in range(len(claims)) if limits[i] > 0]
+    if capacity < len(eligible) or sum(claims[i].memory for i in eligible) > memory:
+        eligible.sort(key=key)  # who goes first matters only when not every job gets its first unit
+    for i in eligible:
         if free == 0:
             break
         if claims[i].memory > left:
