@@ -126,6 +126,7 @@ class DltArbiter:
         self.rounds_ = []
         start = self.clock()
         waiting = sorted(jobs, key=lambda j: j.arrival_s)
+        device = _PackedDevice(self) if self.pack else _Device(self)
         active: dict[str, _Active] = {}
         done: dict[str, _Active] = {}
         while waiting or active:
@@ -133,10 +134,9 @@ class DltArbiter:
             while waiting and waiting[0].arrival_s <= now:
                 job = waiting.pop(0)
                 model = job.build()
-                active[job.name] = _Active(job, model, float(model_bytes(model, job.batch_size)),
-                                           checkpoint=free(model))
+                active[job.name] = _Active(job, model, float(model_bytes(model, job.batch_size)))
             for name in [n for n, a in active.items() if self._status(a, now) != crit.RUNNING]:
-                done[name] = self._finish(active.pop(name), now)
+                done[name] = self._finish(active.pop(name), now, device)
             if not active:
                 if waiting:
                     self.sleep(max(waiting[0].arrival_s - (self.clock() - start), 0.0))
@@ -148,42 +148,16 @@ class DltArbiter:
                 raise ValueError(f"no active job fits in memory_bytes={self.memory_bytes:g}: the smallest needs "
                                  f"{min(v.memory for v in views):g} bytes. Raise memory_bytes.")
             for name, a in active.items():
-                if name not in chosen and a.checkpoint is None:
-                    a.checkpoint = free(a.model)
-            trained = self._train([active[n] for n in chosen])
+                if name not in chosen:
+                    device.evict(a)
+            trained = device.train([active[n] for n in chosen])
             self.rounds_.append({"time": now, "chosen": chosen, "train_s": trained})
             now = self.clock() - start
             for name in chosen:
                 a = active[name]
                 if self._status(a, now) != crit.RUNNING:
-                    done[name] = self._finish(active.pop(name), now)
+                    done[name] = self._finish(active.pop(name), now, device)
         return [self._result(done[n]) for n in names]
-
-    def _train(self, chosen: list[_Active]) -> float:
-        """One epoch for each chosen job (or one packed epoch); records each job's accuracy and epoch time."""
-        for a in chosen:
-            if a.checkpoint is not None:
-                load(a.model, checkpoint=a.checkpoint)
-                a.checkpoint = None
-        started = self.clock()
-        if len(chosen) > 1:
-            from ..packed import pack
-
-            packed = pack([a.model for a in chosen], batch_sizes=[a.job.batch_size for a in chosen],
-                          names=[a.job.name for a in chosen])
-            logs = packed.fit(self.x, self.y, validation_data=self.validation_data, verbose=0)
-            seconds = self.clock() - started
-            for a in chosen:
-                a.accuracies.append(float(logs[a.job.name].history["val_accuracy"][-1]))
-                a.epoch_s.append(seconds / len(chosen))
-            return seconds
-        for a in chosen:
-            began = self.clock()
-            logs = a.model.fit(self.x, self.y, batch_size=a.job.batch_size, epochs=1, verbose=0,
-                               validation_data=self.validation_data)
-            a.accuracies.append(float(logs.history["val_accuracy"][-1]))
-            a.epoch_s.append(self.clock() - began)
-        return self.clock() - started
 
     def _view(self, a: _Active, now: float) -> policies.DltView:
         past = self.history.similar(a.job.kind)
@@ -206,7 +180,8 @@ class DltArbiter:
             elapsed_s=now - a.job.arrival_s, epochs=len(acc), estimate=acc[-1] if acc else 0.0,
             previous=acc[-2] if len(acc) > 1 else None))
 
-    def _finish(self, a: _Active, now: float) -> _Active:
+    def _finish(self, a: _Active, now: float, device) -> _Active:
+        device.evict(a)
         a.status, a.finished_s = self._status(a, now), now
         if a.accuracies:
             self.history.add(JobRecord(a.job.kind, a.job.batch_size, a.static_bytes, list(a.accuracies),
@@ -219,3 +194,63 @@ class DltArbiter:
         return {"job": a.job.name, "kind": a.job.kind, "criterion": str(a.job.criterion), "status": a.status,
                 "arrival_s": a.job.arrival_s, "finished_s": a.finished_s, "epochs": len(a.accuracies),
                 "accuracy": a.accuracies[-1] if a.accuracies else None}
+
+
+class _Device:
+    """The device, one job at a time: a job is loaded (its checkpoint restored) to train and freed off it
+    (weights and optimizer state copied to the host) when another is chosen."""
+
+    def __init__(self, arbiter: DltArbiter):
+        self.arbiter = arbiter
+        self.placed: set[str] = set()
+
+    def evict(self, a: _Active) -> None:
+        if a.job.name in self.placed:
+            a.checkpoint = free(a.model)
+            self.placed.discard(a.job.name)
+
+    def train(self, chosen: list[_Active]) -> float:
+        """One epoch for each chosen job, one after another; records each one's accuracy and epoch time."""
+        arbiter, started = self.arbiter, self.arbiter.clock()
+        for a in chosen:
+            if a.job.name not in self.placed:
+                load(a.model, checkpoint=a.checkpoint)
+                a.checkpoint = None
+                self.placed.add(a.job.name)
+            began = arbiter.clock()
+            logs = a.model.fit(arbiter.x, arbiter.y, batch_size=a.job.batch_size, epochs=1, verbose=0,
+                               validation_data=arbiter.validation_data)
+            a.accuracies.append(float(logs.history["val_accuracy"][-1]))
+            a.epoch_s.append(arbiter.clock() - began)
+        return arbiter.clock() - started
+
+
+class _PackedDevice(_Device):
+    """The device as one pack that lives across rounds (Repack's ``add`` and ``free``): the jobs chosen
+    join it, the others leave it, and a round whose members are those of an earlier round reuses that
+    round's traced step instead of building a pack anew."""
+
+    def __init__(self, arbiter: DltArbiter):
+        super().__init__(arbiter)
+        self.pack = None
+
+    def evict(self, a: _Active) -> None:
+        if self.pack is not None and a.job.name in self.pack.members:
+            a.checkpoint = self.pack.free(a.job.name)
+
+    def train(self, chosen: list[_Active]) -> float:
+        from ..packed import PackedModel
+
+        arbiter, started = self.arbiter, self.arbiter.clock()
+        if self.pack is None:
+            self.pack = PackedModel([])
+        for a in chosen:
+            if a.job.name not in self.pack.members:
+                self.pack.load(a.model, batch_size=a.job.batch_size, name=a.job.name, checkpoint=a.checkpoint)
+                a.checkpoint = None
+        logs = self.pack.fit(arbiter.x, arbiter.y, validation_data=arbiter.validation_data, verbose=0)
+        seconds = arbiter.clock() - started
+        for a in chosen:
+            a.accuracies.append(float(logs[a.job.name].history["val_accuracy"][-1]))
+            a.epoch_s.append(seconds / len(chosen))
+        return seconds
