@@ -382,10 +382,16 @@ def test_the_jvm_queue_wait_is_yaqs_estimator(jvm):
             queue_wait(running, queued, free_slots=free))
 
 
-def test_a_hold_that_makes_the_queue_wait_longer_than_the_straggle_it_avoids_is_not_placed(jvm, models):
+def priced(jvm, models, tasks: int) -> Probe:
+    """A probe whose holds are priced against the queue, a model flagging executor 1, one stage of ``tasks``."""
     p = Probe(jvm, share=1.0, wait_aware=True)
     p.java.decisions().install(models["1"])
-    p.java.stage("s", 12)
+    p.java.stage("s", tasks)
+    return p
+
+
+def test_a_hold_that_makes_the_queue_wait_longer_than_the_straggle_it_avoids_is_not_placed(jvm, models):
+    p = priced(jvm, models, 12)
     for task, ex in enumerate("012"):
         p.java.launch(task, ex, "s", task)
     p.at(p.now + 1000)
@@ -402,18 +408,14 @@ def test_a_hold_that_makes_the_queue_wait_longer_than_the_straggle_it_avoids_is_
 
 
 def test_a_hold_is_placed_when_nothing_waits_or_its_executor_is_slow_enough(jvm, models):
-    idle = Probe(jvm, share=1.0, wait_aware=True)
-    idle.java.decisions().install(models["1"])
-    idle.java.stage("s", 3)
+    idle = priced(jvm, models, 3)
     for task, ex in enumerate("012"):
         idle.java.launch(task, ex, "s", task)
         idle.java.sample(ex, idle.now, 50.0)
     idle.java.decide()
     assert [(d["action"], d["delayMs"], d["avoidedMs"]) for d in idle.decisions()] == [("held", 0.0, None)]
 
-    p = Probe(jvm, share=1.0, wait_aware=True)
-    p.java.decisions().install(models["1"])
-    p.java.stage("s", 30)
+    p = priced(jvm, models, 30)
     p.java.launch(100, "1", "s", 0)  # executor 1's task takes 4 s, the others' 1 s
     for second in range(4):
         for ex in "02":
