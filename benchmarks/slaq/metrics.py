@@ -52,14 +52,24 @@ def average_normalized_loss(traces: list[dict], times) -> list[float | None]:
     return out
 
 
+def worst_job_normalized_loss(traces: list[dict], times) -> float | None:
+    """The largest, over jobs, of a job's normalized loss averaged over its own life (sampled at ``times``):
+    how badly off the worst-served job was, which max-min allocation lowers first. A per-moment maximum
+    would only show the newest arrival, always at 1 until its first report."""
+    lives = [[q for q in (quality_at(tr, t) for t in times) if q is not None] for tr in traces]
+    return max((statistics.fmean(life) for life in lives if life), default=None)
+
+
 def summarize(traces: list[dict], step_s: float = 0.5) -> dict:
-    """Averages of one policy's run: time to 90%/95% reduction, time-averaged normalized loss, makespan."""
+    """Averages of one policy's run: time to 90%/95% reduction, time-averaged normalized loss (over the
+    active jobs, and of the worst-served job), makespan."""
     end = max(tr["points"][-1][0] for tr in traces)
     times = np.arange(0.0, end + step_s, step_s)
     curve = average_normalized_loss(traces, times)
     active = [v for v in curve if v is not None]
     return {"time_to_90_s": mean_time_to_reduction(traces, 0.9), "time_to_95_s": mean_time_to_reduction(traces, 0.95),
             "avg_normalized_loss": statistics.fmean(active) if active else None,
+            "worst_job_normalized_loss": worst_job_normalized_loss(traces, times),
             "makespan_s": end, "jobs": len(traces),
             "curve": {"t": times.tolist(), "avg_normalized_loss": curve}}
 

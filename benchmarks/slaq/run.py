@@ -158,7 +158,8 @@ def main(argv=None) -> int:
     sim.add_argument("--overhead", type=float, default=0.05, help="seconds per iteration no core saves (default 0.05)")
     sim.add_argument("--work", type=float, default=20.0,
                      help="multiplies recorded CPU per iteration, for data sets bigger than this machine's (default 20)")
-    sim.add_argument("--seed", type=int, default=0)
+    sim.add_argument("--seeds", type=lambda s: [int(x) for x in s.split(",")], default=[0],
+                     help="comma-separated workload seeds (default 0)")
     for p in (w, m, mc, r, sim):
         p.add_argument("--out", type=Path, default=None, help="output folder (default benchmarks/results/slaq)")
     args = parser.parse_args(argv)

@@ -1,6 +1,11 @@
-"""Trace-driven SLAQ vs fair on a bigger cluster than this machine (spec 9.3).
+"""Trace-driven SLAQ's objectives and fair share on a bigger cluster than this machine (spec 9.3).
 
-    python -m benchmarks.slaq simulate benchmarks/results/slaq/<run>.json --cores 32 --jobs 40
+    python -m benchmarks.slaq simulate benchmarks/results/slaq/<run>.json --cores 32 --jobs 40 \
+        --policies slaq,maxmin,fair --seeds 0,1,2,3,4
+
+Max-sum (``slaq``, Objective A) and max-min (``maxmin``, Objective B) are the shared utility allocator's two
+objectives; each run reports the time-averaged normalized loss of the active jobs and of the worst-served job, and every
+policy's ratio over max-sum per seed with a 95% interval.
 
 A job's loss per iteration does not depend on how many cores ran it (thesis L1138), so the
 loss curves recorded by a live ``workload`` run can be replayed under any allocation. Each
@@ -17,7 +22,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchmarks.common import markdown_table, report_header, result_path, run_metadata, write_json
+from benchmarks.common import interval, markdown_table, report_header, result_path, run_metadata, write_json
 
 from . import metrics
 
@@ -99,26 +104,52 @@ def run(args) -> None:
     results = {}
     for gap in args.loads:
         for policy in args.policies:
-            traces = simulate(recorded, policy=policy, cores=args.cores, jobs=args.jobs, mean_gap_s=gap,
-                              epoch_s=args.epoch, overhead_s=args.overhead, work=args.work, seed=args.seed)
-            results.setdefault(str(gap), {})[policy] = metrics.summarize(traces)
+            for seed in args.seeds:
+                traces = simulate(recorded, policy=policy, cores=args.cores, jobs=args.jobs, mean_gap_s=gap,
+                                  epoch_s=args.epoch, overhead_s=args.overhead, work=args.work, seed=seed)
+                summary = metrics.summarize(traces)
+                summary.pop("curve")
+                results.setdefault(str(gap), {}).setdefault(policy, {})[str(seed)] = summary
+    base = "slaq" if "slaq" in args.policies else args.policies[0]
+    comparison = {gap: {policy: {m: _ratio(by_policy[policy], by_policy[base], m) for m in MEASURES}
+                        for policy in by_policy if policy != base} for gap, by_policy in results.items()}
     json_path = write_json(result_path("slaq", "simulated.json", meta, args.out),
-                           {"meta": meta, "source": str(args.source), "results": results})
+                           {"meta": meta, "source": str(args.source), "results": results, "baseline": base,
+                            "comparison": comparison})
     rows = []
     for gap, by_policy in results.items():
-        fair = by_policy.get("fair")
-        for policy, s in by_policy.items():
-            rel = "" if fair is None or policy == "fair" else " ({:.2f}x)"
-            rows.append([f"{float(gap):g} s", policy,
-                         f"{s['time_to_90_s']:.1f}" + rel.format(s["time_to_90_s"] / fair["time_to_90_s"] if fair else 0),
-                         f"{s['time_to_95_s']:.1f}" + rel.format(s["time_to_95_s"] / fair["time_to_95_s"] if fair else 0),
-                         f"{s['avg_normalized_loss']:.3f}", f"{s['makespan_s']:.0f}"])
-    md = report_header(meta, "SLAQ vs fair, trace-driven") + [
+        for policy, per_seed in by_policy.items():
+            means = [_mean([s[m] for s in per_seed.values()]) for m in MEASURES]
+            ratios = ["-" if policy == base else _cell(comparison[gap][policy][m]) for m in MEASURES]
+            rows.append([f"{float(gap):g} s", policy, *(f"{v:.3g}" for v in means), *ratios])
+    md = report_header(meta, "SLAQ's objectives and fair share, trace-driven") + [
         f"{args.jobs} jobs replaying the loss curves of `{Path(args.source).name}` ({len(recorded)} recorded jobs), "
         f"{args.cores} cores, {args.epoch:g} s epochs, iteration = {args.overhead:g} s + {args.work:g} x recorded CPU "
-        f"/ cores, seed {args.seed}.", "",
-        markdown_table(["mean gap", "policy", "time to 90% s", "time to 95% s", "avg normalized loss", "makespan s"],
-                       rows), ""]
+        f"/ cores, seeds {','.join(map(str, args.seeds))}. Worst job: the largest, over jobs, of a job's normalized "
+        f"loss averaged over its own life (what max-min lowers first). Ratios: policy over `{base}` per seed, mean [95%].",
+        "", markdown_table(["mean gap", "policy", *MEASURES, *(f"{m} / {base}" for m in MEASURES)], rows), ""]
     md_path = json_path.with_name(json_path.name.replace(".json", ".md"))
     md_path.write_text("\n".join(md))
     print(f"wrote {json_path} and {md_path}")
+
+
+#: What each simulated run is compared on (keys of :func:`.metrics.summarize`).
+MEASURES = ("worst_job_normalized_loss", "avg_normalized_loss", "time_to_90_s", "makespan_s")
+
+
+def _ratio(per_seed: dict, base: dict, measure: str) -> dict:
+    """``measure`` of a policy over the baseline's, per seed, with its mean and 95% interval."""
+    ratios = [per_seed[s][measure] / base[s][measure] for s in per_seed
+              if per_seed[s][measure] is not None and base[s][measure]]
+    return (interval(ratios) if ratios else {"mean": None, "low": None, "high": None}) | {"per_seed": ratios}
+
+
+def _cell(c: dict) -> str:
+    if c["mean"] is None:
+        return "-"
+    return f"{c['mean']:.2f}x" + ("" if c["low"] is None else f" [{c['low']:.2f}, {c['high']:.2f}]")
+
+
+def _mean(values):
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else float("nan")

@@ -30,6 +30,13 @@ def test_average_normalized_loss_is_over_active_jobs_only():
     assert metrics.average_normalized_loss([TRACE, other], [0.0, 3.5, 5.0]) == [None, pytest.approx(0.75), pytest.approx(0.05)]
 
 
+def test_the_worst_job_is_the_one_whose_normalized_loss_averaged_over_its_life_is_largest():
+    other = {"arrival_s": 3.0, "points": [[3.0, 4.0], [4.0, 1.0]]}  # 1 at 3.0 and 3.5, 0 at 4.0
+    # TRACE over 1.0-6.0 in steps of 0.5: 1, 1, 1, 1, 0.5, 0.5, 0.1, 0.1, 0.05, 0.05, 0
+    assert metrics.worst_job_normalized_loss([TRACE, other], [0.5 * k for k in range(14)]) == pytest.approx(2 / 3)
+    assert metrics.worst_job_normalized_loss([TRACE], [0.5 * k for k in range(14)]) == pytest.approx(5.3 / 11)
+
+
 def test_scaling_a_loss_changes_no_metric():
     scaled = {**TRACE, "points": [[t, 1000 * loss] for t, loss in TRACE["points"]]}
     a, b = metrics.summarize([scaled]), metrics.summarize([TRACE])
