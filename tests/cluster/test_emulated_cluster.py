@@ -179,8 +179,8 @@ def test_wrangler_reads_each_hosts_own_container_counters(spark, tm, cluster):
     # the hog shares the busy host's group: its executors read the group's CPU use, the quiet host's do not
     # (throttling shows too on an idle machine, but not where other work keeps the hog under its quota).
     # Judged on the upper quartile of the samples: on a loaded machine the hog's own start or end can take
-    # a second of the window (CI of 2ad49c6: samples at 31-48% then four at 1%).
-    assert busiest(hot["cgroupCpuPct"]) > 30
+    # a second of the window (CI of 2ad49c6: samples at 31-48% then four at 1%). Judged against the quiet
+    # host, not an absolute level: with the machine's two cores busy, the hog got 26% of its quota (CI of ab7154b).
     assert busiest(hot["cgroupCpuPct"]) > busiest(cold["cgroupCpuPct"]) + 20
     assert cold["cgroupThrottledMsPerS"].max() < 20
     # memory is read against the host's own limit
