@@ -23,6 +23,7 @@ from .workload import KINDS, build, jobs
 ARMS = {  # name: (policy, pack)
     "fifo": ("fifo", False), "edf": ("edf", False), "srtf": ("srtf", False), "fair": ("fair", False),
     "rotary-dlt": ("rotary-dlt", False), "rotary-dlt+pack": ("rotary-dlt", True),
+    "rotary-dlt-deadline": ("rotary-dlt-deadline", False),
 }
 
 

@@ -41,6 +41,14 @@ def test_a_job_is_reachable_while_its_predicted_epochs_fit_its_budget():
     assert not reachable(crit.parse("UNTIL ACC >= 0.9"), 3, 0.0, 200, 1.0)
 
 
+def test_the_deadline_variant_serves_reachable_jobs_by_deadline_and_those_predicted_to_miss_last():
+    from tf_packing.dlt.policies import DltView as V
+
+    views = [V("hopeless", 0, 5.0, 0.1, 3, 1.0, reachable=False), V("later", 1, 30.0, 0.2, 1, 1.0),
+             V("sooner", 2, 10.0, 0.9, 4, 1.0), V("no-deadline", 3, None, 0.5, 2, 1.0)]
+    assert [v.job_id for v in order("rotary-dlt-deadline", views)] == ["sooner", "later", "no-deadline", "hopeless"]
+
+
 def test_the_baselines_order_by_arrival_deadline_remaining_time_and_epochs_trained():
     views = [view("a", 0, arrival=0, deadline=None, epochs=3, remaining=5.0),
              view("b", 0, arrival=1, deadline=30.0, epochs=1, remaining=None),
@@ -49,7 +57,7 @@ def test_the_baselines_order_by_arrival_deadline_remaining_time_and_epochs_train
     assert [v.job_id for v in order("edf", views)] == ["c", "b", "a"]
     assert [v.job_id for v in order("srtf", views)] == ["b", "c", "a"]  # unknown first, to learn it
     assert [v.job_id for v in order("fair", views)] == ["b", "c", "a"]
-    with pytest.raises(ValueError, match="choose from rotary-dlt, fifo, edf, srtf, fair"):
+    with pytest.raises(ValueError, match="choose from rotary-dlt, rotary-dlt-deadline, fifo, edf, srtf, fair"):
         order("lottery", views)
 
 

@@ -10,6 +10,9 @@ the shared allocator makes the choice, the same allocator SLAQ's and Rotary-AQP'
   that the jobs closest to their goals finish. ``T = 0`` is all efficiency, ``T = 1`` all fairness. Jobs
   predicted not to meet their criterion within budget (the thesis's "considered converged",
   :func:`.progress.reachable`) are not waited for and come last.
+* ``rotary-dlt-deadline``: our variant, as ``rotary-deadline`` is for Rotary-AQP: the jobs predicted to
+  meet their criterion within budget first, earliest deadline first (jobs without one after them, by
+  progress), then those predicted to miss. Serving a job that cannot attain only delays others.
 * ``fifo``: arrival order. ``edf``: earliest deadline first (none: last). ``srtf``: shortest predicted
   remaining training time first (epochs still needed times epoch time; unknown: first, to learn it).
   ``fair``: fewest epochs trained so far first (round robin).
@@ -44,6 +47,9 @@ def order(policy: str, views: list[DltView], threshold: float = 0.5) -> list[Dlt
         if all(v.progress >= threshold for v in live):
             return sorted(live, key=lambda v: -v.progress) + late
         return sorted(live, key=lambda v: v.progress) + late
+    if policy == "rotary-dlt-deadline":
+        return sorted(by_arrival, key=lambda v: (not v.reachable, math.inf if v.deadline_s is None else v.deadline_s,
+                                                 -v.progress))
     if policy == "fifo":
         return by_arrival
     if policy == "edf":
@@ -55,7 +61,7 @@ def order(policy: str, views: list[DltView], threshold: float = 0.5) -> list[Dlt
     raise ValueError(f"unknown Rotary-DLT policy {policy!r}; choose from {', '.join(POLICIES)}")
 
 
-POLICIES = ("rotary-dlt", "fifo", "edf", "srtf", "fair")
+POLICIES = ("rotary-dlt", "rotary-dlt-deadline", "fifo", "edf", "srtf", "fair")
 
 
 def choose(ordered: list[DltView], memory: float, *, max_pack: int = 1) -> list[str]:
