@@ -70,15 +70,20 @@ def test_choose_takes_jobs_in_order_while_memory_holds_them_up_to_the_pack_size(
 
 
 def test_progress_of_each_criterion():
+    from tf_packing.dlt.progress import epochs_needed
+
+    def progress_of(criterion, epochs, elapsed_s, accuracies, epoch_s, past):
+        return progress(criterion, epochs, elapsed_s, epochs_needed(criterion, accuracies, past), epoch_s)
+
     past = [JobRecord("mlp", 32, 1e6, [0.5, 0.8, 0.9, 0.95], [1.0] * 4)] * 3
-    assert progress(crit.parse("RUN FOR 10 EPOCHS"), 4, 99.0, [], None, []) == pytest.approx(0.4)
-    assert progress(crit.parse("RUN FOR 20 SECONDS"), 1, 5.0, [], None, []) == pytest.approx(0.25)
+    assert progress_of(crit.parse("RUN FOR 10 EPOCHS"), 4, 99.0, [], None, []) == pytest.approx(0.4)
+    assert progress_of(crit.parse("RUN FOR 20 SECONDS"), 1, 5.0, [], None, []) == pytest.approx(0.25)
     # past jobs reached 0.9 at their third epoch: one epoch run of three needed
-    assert progress(crit.parse("UNTIL ACC >= 0.9"), 1, 1.0, [0.5], 1.0, past) == pytest.approx(1 / 3)
+    assert progress_of(crit.parse("UNTIL ACC >= 0.9"), 1, 1.0, [0.5], 1.0, past) == pytest.approx(1 / 3)
     # nothing to tell from: the epochs run over the most it may run (60 s at 2 s an epoch)
-    assert progress(crit.parse("UNTIL ACC >= 0.9 WITHIN 60 SECONDS"), 3, 6.0, [0.1, 0.2, 0.2], 2.0, []) \
+    assert progress_of(crit.parse("UNTIL ACC >= 0.9 WITHIN 60 SECONDS"), 3, 6.0, [0.1, 0.2, 0.2], 2.0, []) \
         == pytest.approx(0.1, abs=0.1)
-    assert progress(crit.parse("UNTIL ACC >= 0.9"), 2, 1.0, [0.5, 0.92], 1.0, []) == 1.0
+    assert progress_of(crit.parse("UNTIL ACC >= 0.9"), 2, 1.0, [0.5, 0.92], 1.0, []) == 1.0
 
 
 def test_a_runtime_job_in_epochs_needs_the_rest_of_its_budget():

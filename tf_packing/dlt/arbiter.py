@@ -168,7 +168,7 @@ class DltArbiter:
         return policies.DltView(
             job_id=a.job.name, arrival_s=a.job.arrival_s,
             deadline_s=None if deadline is None else a.job.arrival_s + deadline,
-            progress=progress(a.job.criterion, len(a.accuracies), elapsed, a.accuracies, per_epoch, past),
+            progress=progress(a.job.criterion, len(a.accuracies), elapsed, needed, per_epoch),
             epochs=len(a.accuracies), memory=self.memory.estimate(a.job.batch_size, past, a.static_bytes),
             remaining_s=None if needed is None or per_epoch is None else needed * per_epoch,
             reachable=reachable(a.job.criterion, len(a.accuracies), elapsed, needed, per_epoch))

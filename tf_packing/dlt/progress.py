@@ -68,13 +68,12 @@ def reachable(criterion: crit.Criterion, epochs: int, elapsed_s: float, needed: 
     return True
 
 
-def progress(criterion: crit.Criterion, epochs: int, elapsed_s: float, accuracies, epoch_s: float | None,
-             past: list[JobRecord]) -> float:
-    """phi in [0, 1] (Algorithm 6)."""
+def progress(criterion: crit.Criterion, epochs: int, elapsed_s: float, needed: float | None,
+             epoch_s: float | None) -> float:
+    """phi in [0, 1] (Algorithm 6), given the further epochs the job needs (:func:`epochs_needed`)."""
     if criterion.kind == "runtime":
         budget = criterion.budget
         done = epochs / budget.epochs if budget.epochs is not None else elapsed_s / budget.seconds
         return float(min(done, 1.0))
-    needed = epochs_needed(criterion, accuracies, past)
     total = epochs + needed if needed is not None else max_epochs(criterion, epoch_s)
     return float(min(epochs / total, 1.0)) if total > 0 else 1.0

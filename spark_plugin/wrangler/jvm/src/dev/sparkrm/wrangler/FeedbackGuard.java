@@ -135,7 +135,8 @@ final class FeedbackGuard {
     while (!recent.isEmpty() && recent.peekFirst().endTime() < time) recent.removeFirst();
   }
 
-  private static double median(List<Double> values) {
+  /** The median of {@code values} (not empty); {@link TaskQueue} takes its durations' medians here too. */
+  static double median(List<Double> values) {
     double[] v = values.stream().mapToDouble(Double::doubleValue).toArray();
     Arrays.sort(v);
     int n = v.length;

@@ -2,7 +2,6 @@ package dev.sparkrm.wrangler;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -174,11 +173,7 @@ final class TaskQueue {
   }
 
   private static Double median(ArrayDeque<Long> values) {
-    if (values.isEmpty()) return null;
-    long[] v = values.stream().mapToLong(Long::longValue).toArray();
-    Arrays.sort(v);
-    int n = v.length;
-    return n % 2 == 1 ? (double) v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+    return values.isEmpty() ? null : FeedbackGuard.median(values.stream().map(Long::doubleValue).toList());
   }
 
   private static void keep(ArrayDeque<Long> kept, long value) {
