@@ -34,7 +34,6 @@ import time
 
 import keras
 import numpy as np
-import tensorflow as tf
 from tqdm.auto import tqdm
 
 from .early_kill import KillRule
@@ -43,29 +42,14 @@ from .hyperdrive import HyperDrive
 from .hyperparameters import HyperParameters
 from .memory import model_bytes
 from .objective import objective_of
-from .packed import Member, PackedModel
-from .packing_policy import STRATEGIES, pack_opt, split_group
+from .pack_training import PackTraining
+from .packing_policy import STRATEGIES, pack_opt
 from .project import Project, build_fn_identity
+from .scorekeeper import Scorekeeper, TargetReached
 
 __all__ = ["Tuner"]
 
 log = logging.getLogger(__name__)
-
-
-class _TargetReached(Exception):
-    """Raised out of a pack's fit when a trial reaches the tuner's ``target``: the search is over."""
-
-
-class _Reporter(keras.callbacks.Callback):
-    """Hands one trial's epoch-end logs to the tuner, and stops the trial when the tuner kills it."""
-
-    def __init__(self, tuner, trial):
-        super().__init__()
-        self.tuner, self.trial = tuner, trial
-
-    def on_epoch_end(self, epoch, logs=None):
-        if self.tuner._record(self.trial, logs or {}):
-            self.model.stop_training = True
 
 
 class Tuner:
@@ -126,6 +110,14 @@ class Tuner:
         Seed of sampling, packing, data order and each trial's initial weights.
     progress : bool, default=True
         Show a tqdm bar over trial-epochs.
+    spark : SparkSession or SparkContext, optional
+        Train each rung's packs as Spark tasks on the cluster's executors, one pack per task slot
+        (``spark.task.cpus`` cores, and ``spark.task.resource.gpu.amount`` GPUs where executors
+        discover them), instead of in this process. Needs ``directory`` on storage every executor
+        reads: the data (NumPy arrays) is written there once and each trial's checkpoints after each
+        rung, so a task lost with its executor is retried from them. Each rung is split into at
+        least as many packs as there are slots (up to ``max_group`` members each). Results equal
+        those of the same search in this process.
 
     Attributes
     ----------
@@ -134,10 +126,14 @@ class Tuner:
     best_score_ : float
     groups_ : list of dict
         For every rung: bracket, rung, epochs and the sizes of its packs.
+    curves_ : dict of int to list of float
+        Every score of each trial, in order (one per epoch when scored every epoch, else one per rung).
     trace_ : list of (float, int, float)
         ``(seconds into the search, trial id, score)`` of every score recorded.
     target_reached_ : (int, float) or None
         The trial that reached ``target`` and when (seconds).
+    executors_ : list of dict
+        With ``spark``: for every pack, the rung it belonged to, its trials and the executor that trained it.
     search_time_ : float
         Wall seconds of :meth:`search` (of every session, when resumed).
     oom_splits_ : int
@@ -161,7 +157,7 @@ class Tuner:
                  max_epochs: int = 81, factor: int = 3, hyperparameters=None, directory=None,
                  project_name="tuner", overwrite=False, packing="knn", early_kill=None, target=None,
                  memory_capacity=None, distance_threshold=None, group_size=4, max_group=8,
-                 batch_size_key="batch_size", default_batch_size=32, seed=0, progress=True):
+                 batch_size_key="batch_size", default_batch_size=32, seed=0, progress=True, spark=None):
         self.hypermodel = hypermodel
         self.search_space = search_space
         self.objective = objective_of(objective)
@@ -182,6 +178,7 @@ class Tuner:
         self.default_batch_size = default_batch_size
         self.seed = seed
         self.progress = progress
+        self.spark = spark
         self._validate()
         self._build_fn = hypermodel.build if hasattr(hypermodel, "build") and not isinstance(
             hypermodel, keras.Model) else hypermodel
@@ -194,10 +191,29 @@ class Tuner:
                                 overwrite=overwrite,
                                 identity={"build_fn": build_fn_identity(self._build_fn),
                                           "search_space": self.oracle_.space.describe()})
-        self.groups_, self.trace_, self.oom_splits_, self.search_time_ = [], [], 0, 0.0
-        self.target_reached_ = None
-        self._ckpts, self._curves, self._bytes, self._labels = {}, {}, {}, {}
+        self.groups_, self.executors_, self.oom_splits_, self.search_time_ = [], [], 0, 0.0
+        self._ckpts, self._bytes = {}, {}
+        self._keeper = Scorekeeper(self.objective, max_epochs, clock=None, early_kill=early_kill, target=target)
+        self._training = PackTraining(self._build_fn, self.oracle_.space, seed, self.objective.name,
+                                      batch_size_key, default_batch_size)
+        self._executors = None
+        if spark is not None:
+            from .spark_packs import SparkPacks
+
+            self._executors = SparkPacks(spark, self._project.path / "executors")
         self._restore()
+
+    @property
+    def curves_(self) -> dict:
+        return self._keeper.curves
+
+    @property
+    def trace_(self) -> list:
+        return self._keeper.trace
+
+    @property
+    def target_reached_(self):
+        return self._keeper.target_reached
 
     def _validate(self):
         if self.packing not in STRATEGIES:
@@ -212,6 +228,10 @@ class Tuner:
                              f"{self.objective.direction}imize. Give the rule mode={self.objective.direction!r}.")
         if self.target is not None and not math.isfinite(self.target):
             raise ValueError(f"target must be a finite score. Got {self.target!r}.")
+        if self.spark is not None and self.directory is None:
+            raise ValueError("Tuner(spark=...) keeps the data and the trials' checkpoints where every executor reads "
+                             "them: pass directory= a folder on storage all executors share (any local folder on "
+                             "one machine).")
 
     def _discover_space(self) -> HyperParameters:
         """The search space: the given one, else what ``build_fn`` registers (as Keras Tuner does)."""
@@ -231,14 +251,16 @@ class Tuner:
             return
         state, self._ckpts = saved
         self.oracle_.set_state(state["oracle"])
-        self._curves = {int(t): c for t, c in state["curves"].items()}
+        self._keeper.curves = {int(t): c for t, c in state["curves"].items()}
         self.groups_, self.search_time_ = state["groups"], state["search_time"]
-        self.trace_ = [tuple(row) for row in state["trace"]]
-        self.target_reached_ = tuple(state["target_reached"]) if state["target_reached"] else None
+        self._keeper.trace = [tuple(row) for row in state["trace"]]
+        self._keeper.target_reached = tuple(state["target_reached"]) if state["target_reached"] else None
+        self.executors_ = state.get("executors", [])
 
     def _save(self, elapsed: float):
-        state = {"oracle": self.oracle_.get_state(), "curves": self._curves, "groups": self.groups_,
-                 "search_time": elapsed, "trace": self.trace_, "target_reached": self.target_reached_}
+        state = {"oracle": self.oracle_.get_state(), "curves": self._keeper.curves, "groups": self.groups_,
+                 "search_time": elapsed, "trace": self.trace_, "target_reached": self.target_reached_,
+                 "executors": self.executors_}
         self._project.save(state, self._ckpts)
 
     # -- search ---------------------------------------------------------------------------
@@ -257,11 +279,17 @@ class Tuner:
         if epochs is not None and epochs != self.max_epochs:
             log.warning("search(epochs=%s) is ignored: Hyperband trains each trial to at most max_epochs=%d",
                         epochs, self.max_epochs)
-        self._data, self._val, self._user_callbacks = (x, y), validation_data, list(callbacks or [])
-        self._fit_batch_size = batch_size
-        self._every_epoch = self.early_kill is not None or self.target is not None or bool(self._user_callbacks)
+        self._data, self._val = (x, y), validation_data
+        training = self._training
+        training.callbacks = list(callbacks or [])
+        training.fallback_batch_size = batch_size or self.default_batch_size
+        training.every_epoch = self.early_kill is not None or self.target is not None or bool(training.callbacks)
         previous = self.search_time_
         self._start = time.perf_counter() - previous
+        self._wall_start = time.time() - previous
+        self._keeper.clock = lambda: time.perf_counter() - self._start
+        if self._executors is not None:
+            self._executors.share_data(self._data, validation_data)
         bar = tqdm(total=self._planned_trial_epochs(), unit="trial-epoch", disable=not self.progress,
                    desc=f"hyperband[{self.packing}]")
         try:
@@ -270,16 +298,20 @@ class Tuner:
                                     f"{rung.epochs} ep")
                 try:
                     scores, killed = self._run_rung(rung, len(self.groups_), bar)
-                except _TargetReached:
+                except TargetReached:
                     break
                 self._check_scores(rung, scores)
                 kept = set(self.oracle_.end_rung(scores, killed))
                 for trial in rung.trials:  # drop the state of trials that stop here
                     if trial.trial_id not in kept and trial.status != "completed":
                         self._ckpts.pop(trial.trial_id, None)
+                if self._executors is not None:
+                    self._executors.keep_only(kept)
                 self._save(time.perf_counter() - self._start)
         finally:
             bar.close()
+            if self._executors is not None:
+                self._executors.clear()
         self.search_time_ = time.perf_counter() - self._start
         self._save(self.search_time_)
         best = self._best_trial()
@@ -298,22 +330,8 @@ class Tuner:
                 done = r
         return total
 
-    def _batch_size(self, trial) -> int:
-        fallback = self._fit_batch_size or self.default_batch_size
-        return int(trial.config.get(self.batch_size_key, fallback))
-
     def _build(self, trial):
-        keras.utils.set_random_seed(self.seed * 1_000_003 + trial.trial_id)
-        hp = self.oracle_.space.copy(trial.config)
-        model = self._build_fn(hp)
-        if not isinstance(model, keras.Model) or not model.built:
-            raise ValueError(f"build_fn returned {type(model).__name__}, not a built keras.Model, for "
-                             f"{trial.config}. Start the model with keras.Input and return it.")
-        new = self.oracle_.space.merge(hp)  # a branch the discovery call did not take
-        if new:
-            log.info("hyper-parameters %s joined the search space (first met by trial %d)", new, trial.trial_id)
-        trial.config.update({k: v for k, v in hp.values.items() if k not in trial.config})
-        return model
+        return self._training.build(trial)
 
     def _model_bytes(self, trial) -> int:
         """Estimated device bytes of ``trial``'s model: built once per configuration, then dropped.
@@ -325,7 +343,7 @@ class Tuner:
             return 0
         key = repr(sorted(trial.config.items()))
         if key not in self._bytes:
-            self._bytes[key] = model_bytes(self._build(trial), self._batch_size(trial))
+            self._bytes[key] = model_bytes(self._build(trial), self._training.batch_size(trial))
             gc.collect()  # Keras models hold reference cycles: free this one's variables now
         return self._bytes[key]
 
@@ -334,118 +352,65 @@ class Tuner:
         memory = [self._model_bytes(t) for t in trials]
         groups = pack_opt([t.config for t in trials], self.oracle_.space, memory, strategy=self.packing,
                           capacity=self.memory_capacity, threshold=self.distance_threshold,
-                          group_size=self.group_size, max_group=self.max_group, key=self.batch_size_key,
-                          seed=self.seed + rung_no)
-        groups = self._promising_first(groups, trials)
+                          group_size=self.group_size, max_group=self._largest_pack(len(trials)),
+                          key=self.batch_size_key, seed=self.seed + rung_no)
+        groups = [[trials[i] for i in group] for group in self._promising_first(groups, trials)]
         self.groups_.append({"bracket": rung.bracket, "rung": rung.index, "epochs": rung.epochs,
                              "sizes": [len(g) for g in groups]})
-        self._scores, self._killed = {}, set()
-        for group in groups:
-            self._train_group([trials[i] for i in group], rung.epochs, bar)
-        return self._scores, self._killed
+        self._keeper.start_rung()
+        if self._executors is not None:
+            self._run_on_executors(rung, rung_no, groups, bar)
+        else:
+            for group in groups:
+                self._ckpts.update(self._train_group(group, rung.epochs))
+                bar.update(sum(rung.epochs - t.epochs_done for t in group))
+        return self._keeper.scores, self._keeper.killed
+
+    def _largest_pack(self, trials: int) -> int:
+        """``max_group``; on executors, also small enough to give every task slot a pack."""
+        if self._executors is None:
+            return self.max_group
+        return max(1, min(self.max_group, math.ceil(trials / self._executors.slots)))
+
+    def _train_group(self, trials, epochs) -> dict:
+        checkpoints = {t.trial_id: self._ckpts[t.trial_id] for t in trials if t.trial_id in self._ckpts}
+        trained, splits = self._training.train(trials, epochs, checkpoints, self._data, self._val, self._keeper)
+        self.oom_splits_ += splits
+        return trained
+
+    def _run_on_executors(self, rung, rung_no, groups, bar):
+        """Train the rung's packs as the tasks of one Spark job, then take in what each task recorded."""
+        outcomes = self._executors.run(
+            groups, rung.epochs, self._training, self._keeper, self._ckpts, rung_no=rung_no,
+            wall_start=self._wall_start, deterministic=_deterministic(),
+            description=f"tf_packing.Tuner: bracket {rung.bracket} rung {rung.index}, {len(rung.trials)} trials x "
+                        f"{rung.epochs} epochs in {len(groups)} packs")
+        for outcome in outcomes:
+            for trial in outcome.trials:  # a branch met while building, or the score that reached the target
+                self.oracle_.trials_[trial.trial_id].config.update(trial.config)
+                self.oracle_.trials_[trial.trial_id].scores = trial.scores
+            self.oracle_.space.merge(outcome.space)
+            self._keeper.merge(outcome.keeper)
+            self._ckpts.update(self._executors.read(outcome))
+            self.oom_splits_ += outcome.oom_splits
+            self.executors_.append({"bracket": rung.bracket, "rung": rung.index, "executor": outcome.executor,
+                                    "trials": [t.trial_id for t in outcome.trials]})
+        bar.update(sum(rung.epochs - t.epochs_done for t in rung.trials))
+        if self._keeper.target_reached is not None:
+            raise TargetReached()
 
     def _promising_first(self, groups, trials) -> list:
         """With HyperDrive, the packs holding promising trials train first (POP's exploit before explore)."""
         if not isinstance(self.early_kill, HyperDrive):
             return groups
-        curves = {t.trial_id: self._curves[t.trial_id] for t in trials if self._curves.get(t.trial_id)}
+        curves = {t.trial_id: self._keeper.curves[t.trial_id] for t in trials if self._keeper.curves.get(t.trial_id)}
         if curves:
             left = {t: self.max_epochs - len(c) for t, c in curves.items()}
-            self._labels.update(self.early_kill.classify(curves, epochs_left=left, slots=self.max_group,
-                                                         best=self._reference()))
+            self._keeper.labels.update(self.early_kill.classify(curves, epochs_left=left, slots=self.max_group,
+                                                                best=self._keeper.reference()))
         rank = {"promising": 0, "opportunistic": 1, "poor": 2}
-        order = lambda g: min(rank.get(self._labels.get(trials[i].trial_id), 1) for i in g)
+        order = lambda g: min(rank.get(self._keeper.labels.get(trials[i].trial_id), 1) for i in g)
         return sorted(groups, key=order)  # stable: packing order within a class
-
-    def _train_group(self, trials, epochs, bar):
-        """Train ``trials`` as one pack to ``epochs``; on OOM, split and retry each half."""
-        try:
-            self._fit_pack(trials, epochs)
-        except tf.errors.ResourceExhaustedError as e:
-            halves = split_group(list(range(len(trials))))  # raises for a single trial
-            self.oom_splits_ += 1
-            log.warning("pack of %d trials ran out of memory (%s); splitting it into %s and retrying from "
-                        "the rung's checkpoints", len(trials), str(e).splitlines()[0][:120],
-                        [len(h) for h in halves])
-            for trial in trials:
-                self._scores.pop(trial.trial_id, None)
-                self._killed.discard(trial.trial_id)
-                del self._curves[trial.trial_id][trial.epochs_done:]
-            for half in halves:
-                self._train_group([trials[i] for i in half], epochs, bar)
-            return
-        bar.update(sum(epochs - t.epochs_done for t in trials))
-
-    def _fit_pack(self, trials, epochs):
-        """Build the group's models, train them as one pack, keep their checkpoints, drop the models."""
-        (x, y), val = self._data, self._val
-        pack = PackedModel([])
-        by_name, callbacks = {}, {}
-        for trial in trials:
-            name = f"t{trial.trial_id}"
-            by_name[name] = trial
-            self._curves.setdefault(trial.trial_id, [])
-            pack.add(Member(name, self._build(trial), self._batch_size(trial), epochs - trial.epochs_done),
-                     self._ckpts.get(trial.trial_id))
-            callbacks[name] = [*_copies(self._user_callbacks), _Reporter(self, trial)]
-
-        def score(packed, names):
-            for name, logs in packed.evaluate(*val[:2], names=names).items():
-                self._record(by_name[name], {f"val_{k}": v for k, v in logs.items()})
-
-        if self._every_epoch:
-            pack.fit(x, y, validation_data=val, callbacks=callbacks, shuffle=True, seed=self.seed, verbose=0)
-        else:  # scored once, as each member finishes the rung
-            scored_on_validation = val is not None and self.objective.name.startswith("val_")
-            pack.fit(x, y, callbacks=callbacks, shuffle=True, seed=self.seed, verbose=0,
-                     on_step=(lambda packed, plan: score(packed, plan.finished)) if scored_on_validation else None)
-            unscored = [n for n in pack.members if by_name[n].trial_id not in self._scores]
-            if unscored and scored_on_validation:  # stopped mid-epoch (diverged, or a callback stopped it)
-                score(pack, unscored)
-        for name in list(pack.members):
-            self._ckpts[by_name[name].trial_id] = pack.free(name)
-        del pack
-        gc.collect()  # the group's models go before the next group's are built
-
-    def _record(self, trial, logs: dict) -> bool:
-        """Record a trial's epoch-end score; True when the trial is to stop here (killed)."""
-        name = self.objective.name
-        if name not in logs:
-            if name.startswith("val_") and not any(k.startswith("val_") for k in logs):
-                return False  # a training-only epoch end (scored at the member's end)
-            raise ValueError(f"objective {name!r} is not among the model's logs {sorted(logs)}. Compile the "
-                             f"model in build_fn with the metric it names (metrics=[{name.removeprefix('val_')!r}]).")
-        score = float(logs[name])
-        curve = self._curves[trial.trial_id]
-        curve.append(score)
-        self.trace_.append((time.perf_counter() - self._start, trial.trial_id, score))
-        if not math.isfinite(score):
-            log.warning("trial %d scored %s=%s after %d epochs; it ranks last", trial.trial_id, name, score,
-                        len(curve))
-        self._scores[trial.trial_id] = score if math.isfinite(score) else self.objective.worst
-        if self.target is not None and math.isfinite(score) and not self.objective.better(self.target, score):
-            self.target_reached_ = (trial.trial_id, self.trace_[-1][0])
-            trial.scores.append([len(curve), score])
-            log.info("trial %d reached the target %s=%s after %.1f s", trial.trial_id, name, score,
-                     self.target_reached_[1])
-            raise _TargetReached()
-        rule = self.early_kill
-        if rule is None or not rule.should_kill(curve, epochs_left=self.max_epochs - len(curve),
-                                                best=self._reference()):
-            return False
-        self._killed.add(trial.trial_id)
-        self._labels[trial.trial_id] = "poor"
-        log.info("early kill: trial %d at %s=%.4f after %d epochs", trial.trial_id, name, score, len(curve))
-        return True
-
-    def _reference(self):
-        """The score a trial must reach to be worth training: the target, else the best so far."""
-        if self.target is not None:
-            return self.target
-        finite = [s for _, _, s in self.trace_ if math.isfinite(s)]
-        if not finite:
-            return None
-        return max(finite) if self.objective.direction == "max" else min(finite)
 
     def _best_trial(self):
         """The trial that reached the target; else the best trained to R epochs; else the oracle's best."""
@@ -459,7 +424,8 @@ class Tuner:
 
     def _check_scores(self, rung, scores):
         """A rung where no score is a number is a setup error, not a search result: say what to check."""
-        if not scores or any(math.isfinite(self._curves[t][-1]) for t in scores if self._curves.get(t)):
+        curves = self._keeper.curves
+        if not scores or any(math.isfinite(curves[t][-1]) for t in scores if curves.get(t)):
             return
         x, y = self._data
         causes = []
@@ -478,7 +444,7 @@ class Tuner:
         """One row per trial: id, bracket, configuration, epochs trained, latest score and status."""
         rows = []
         for t in self.oracle_.trials_.values():
-            status = self._labels.get(t.trial_id) if t.status == "running" else t.status
+            status = self._keeper.labels.get(t.trial_id) if t.status == "running" else t.status
             rows.append({"trial": t.trial_id, "bracket": t.bracket, **t.config, "epochs": t.epochs_done,
                          self.objective.name: t.score, "status": status or t.status})
         key = self.objective.name
@@ -538,12 +504,10 @@ class Tuner:
         return ([best] if best is not None else []) + [t for t in rest if t is not best and t.scores]
 
 
-def _copies(callbacks) -> list:
-    """Each trial's own copies of the user's callbacks (Keras Tuner copies them per trial too)."""
-    import copy
-
+def _deterministic() -> bool:
+    """Whether this process runs TensorFlow's ops deterministically (the executors then do too)."""
     try:
-        return [copy.deepcopy(cb) for cb in callbacks]
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"the search callbacks cannot be copied for each trial ({e}). Pass callbacks that hold "
-                         "no open files or live models.") from e
+        from tensorflow.python.framework.config import is_op_determinism_enabled
+    except ImportError:  # not in this TensorFlow's layout: executors keep their default
+        return False
+    return bool(is_op_determinism_enabled())

@@ -53,7 +53,7 @@ def run(variant: str, seed: int, *, target: float, max_epochs: int, factor: int,
     record = {"variant": variant, "seed": seed, "wall_s": tuner.search_time_, "reached": reached is not None,
               "time_to_target_s": reached[1] if reached else None, "best_score": tuner.best_score_,
               "best_config": tuner.best_config_, "trials": len(trials),
-              "trial_epochs": sum(len(c) for c in tuner._curves.values()),
+              "trial_epochs": sum(len(c) for c in tuner.curves_.values()),
               "killed": sum(t.status == "killed" for t in trials),
               "trace": [[t, s] for t, _, s in tuner.trace_]}
     when = f"reached {target} after {reached[1]:.1f} s" if reached else f"never reached {target}"

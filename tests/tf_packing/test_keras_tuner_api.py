@@ -98,7 +98,7 @@ def test_callbacks_see_every_trials_validation_logs_and_can_stop_it(tf_det, digi
     assert counter.seen and all("val_accuracy" in logs and "val_loss" in logs for logs in counter.seen)
     assert len(counter.seen) == len(t.trace_)  # the tuner scored the same epoch ends
     assert max(t.oracle_.trials_[tid].epochs_done for tid in t.oracle_.trials_) == 3
-    bracket0 = [len(t._curves[tid]) for tid, trial in t.oracle_.trials_.items() if trial.bracket == 0]
+    bracket0 = [len(t.curves_[tid]) for tid, trial in t.oracle_.trials_.items() if trial.bracket == 0]
     assert bracket0 == [2, 2]  # EarlyStopping ended their one 3-epoch fit after 2 epochs
 
 
@@ -176,8 +176,8 @@ def test_hyperdrive_kills_trials_whose_curve_cannot_reach_the_best(tf_det, digit
     # max_epochs=7 and factor=7: two brackets, three rungs, and the 7-epoch trials past the boundary
     pop = tuner(max_epochs=7, factor=7, early_kill=HyperDrive(boundary=6)).search(x, y, validation_data=(xv, yv))
     killed = [t for t in pop.oracle_.trials_.values() if t.status == "killed"]
-    assert killed and all(len(pop._curves[t.trial_id]) >= 6 for t in killed)
+    assert killed and all(len(pop.curves_[t.trial_id]) >= 6 for t in killed)
     best = max(s for _, _, s in pop.trace_)
-    assert all(max(pop._curves[t.trial_id]) < best for t in killed)  # none of them was the best so far
-    assert sum(map(len, pop._curves.values())) < pop._planned_trial_epochs()  # the kills saved epochs
+    assert all(max(pop.curves_[t.trial_id]) < best for t in killed)  # none of them was the best so far
+    assert sum(map(len, pop.curves_.values())) < pop._planned_trial_epochs()  # the kills saved epochs
     assert all(math.isfinite(s) for _, _, s in pop.trace_)

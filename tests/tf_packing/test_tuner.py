@@ -123,8 +123,8 @@ def test_early_kill_frees_hopeless_trials(tf_det, digits):
     tuner = search(digits, packing="knn", early_kill=KillRule(threshold=0.3, boundary=1))
     killed = [t.trial_id for t in tuner.oracle_.trials_.values() if t.status == "killed"]
     assert killed
-    assert all(tuner._curves[tid][-1] < 0.3 for tid in killed)
-    trained = sum(len(curve) for curve in tuner._curves.values())  # epochs each trial really trained
+    assert all(tuner.curves_[tid][-1] < 0.3 for tid in killed)
+    trained = sum(len(curve) for curve in tuner.curves_.values())  # epochs each trial really trained
     assert trained < tuner._planned_trial_epochs() == 11
     assert tuner.best_score_ >= 0.3 and tuner.best_config_["learning_rate"] == 0.01
 

@@ -1,0 +1,154 @@
+"""One group of trials trained as one pack: the unit the tuner runs in its own process or in a Spark task.
+
+:class:`PackTraining` holds everything about training a group except the data and
+the trials' state: the user's ``build_fn``, the search space, seeds, batch sizes,
+callbacks and how often trials are scored. It is plain, picklable data, so the
+Spark runner (:mod:`tf_packing.spark_packs`) ships it to executors and they train
+exactly as the tuner would in its own process: same models from the same seeds,
+same data order, same scoring points.
+"""
+
+from __future__ import annotations
+
+import copy
+import gc
+import logging
+from dataclasses import dataclass, field
+
+import keras
+import tensorflow as tf
+
+from .hyperparameters import HyperParameters
+from .packed import Member, PackedModel
+from .packing_policy import split_group
+from .scorekeeper import Scorekeeper
+
+__all__ = ["PackTraining"]
+
+log = logging.getLogger(__name__)
+
+
+class _Reporter(keras.callbacks.Callback):
+    """Hands one trial's epoch-end logs to the scorekeeper, and stops the trial when it is killed."""
+
+    def __init__(self, keeper, trial):
+        super().__init__()
+        self.keeper, self.trial = keeper, trial
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.keeper.record(self.trial, logs or {}):
+            self.model.stop_training = True
+
+
+@dataclass
+class PackTraining:
+    """How the tuner trains a group of trials: models, batch sizes, callbacks and scoring points.
+
+    Parameters
+    ----------
+    build_fn : callable
+        The user's ``build_fn(hp)``.
+    space : HyperParameters
+        The search space; a conditional branch first met while building joins it.
+    seed : int
+        Each trial's weights come from ``seed * 1_000_003 + trial_id``; data orders from ``seed``.
+    objective_name : str
+    batch_size_key : str
+    fallback_batch_size : int
+        The batch size of a trial whose configuration has no ``batch_size_key``.
+    every_epoch : bool
+        Score every epoch (early kill, a target or user callbacks) rather than at each member's end.
+    callbacks : list
+        The user's Keras callbacks, copied for every trial.
+    """
+
+    build_fn: object
+    space: HyperParameters
+    seed: int
+    objective_name: str
+    batch_size_key: str
+    fallback_batch_size: int
+    every_epoch: bool = False
+    callbacks: list = field(default_factory=list)
+
+    def build(self, trial) -> keras.Model:
+        """``trial``'s compiled model, with weights drawn from its own seed."""
+        keras.utils.set_random_seed(self.seed * 1_000_003 + trial.trial_id)
+        hp = self.space.copy(trial.config)
+        model = self.build_fn(hp)
+        if not isinstance(model, keras.Model) or not model.built:
+            raise ValueError(f"build_fn returned {type(model).__name__}, not a built keras.Model, for "
+                             f"{trial.config}. Start the model with keras.Input and return it.")
+        new = self.space.merge(hp)  # a branch the discovery call did not take
+        if new:
+            log.info("hyper-parameters %s joined the search space (first met by trial %d)", new, trial.trial_id)
+        trial.config.update({k: v for k, v in hp.values.items() if k not in trial.config})
+        return model
+
+    def batch_size(self, trial) -> int:
+        return int(trial.config.get(self.batch_size_key, self.fallback_batch_size))
+
+    def train(self, trials, epochs, checkpoints: dict, data, validation, keeper: Scorekeeper, *,
+              device=None) -> tuple[dict, int]:
+        """Train ``trials`` to ``epochs`` as one pack; on running out of memory, split it and retry each half.
+
+        Returns the trials' new checkpoints by trial id and how many times a group was split.
+        Raises :class:`~tf_packing.scorekeeper.TargetReached` when a trial reaches the target.
+        """
+        try:
+            return self._fit(trials, epochs, checkpoints, data, validation, keeper, device), 0
+        except tf.errors.ResourceExhaustedError as e:
+            halves = split_group(list(range(len(trials))))  # raises for a single trial
+            log.warning("pack of %d trials ran out of memory (%s); splitting it into %s and retrying from "
+                        "the rung's checkpoints", len(trials), str(e).splitlines()[0][:120],
+                        [len(h) for h in halves])
+            for trial in trials:
+                keeper.forget(trial)
+            trained, splits = {}, 1
+            for half in halves:
+                more, more_splits = self.train([trials[i] for i in half], epochs, checkpoints, data, validation,
+                                               keeper, device=device)
+                trained.update(more)
+                splits += more_splits
+            return trained, splits
+
+    def _fit(self, trials, epochs, checkpoints, data, validation, keeper, device) -> dict:
+        """Build the group's models, train them as one pack, return their checkpoints, drop the models."""
+        x, y = data
+        val = validation
+        pack = PackedModel([], device=device)
+        by_name, callbacks = {}, {}
+        for trial in trials:
+            name = f"t{trial.trial_id}"
+            by_name[name] = trial
+            keeper.curves.setdefault(trial.trial_id, [])
+            pack.add(Member(name, self.build(trial), self.batch_size(trial), epochs - trial.epochs_done),
+                     checkpoints.get(trial.trial_id))
+            callbacks[name] = [*_copies(self.callbacks), _Reporter(keeper, trial)]
+
+        def score(packed, names):
+            for name, logs in packed.evaluate(*val[:2], names=names).items():
+                keeper.record(by_name[name], {f"val_{k}": v for k, v in logs.items()})
+
+        if self.every_epoch:
+            pack.fit(x, y, validation_data=val, callbacks=callbacks, shuffle=True, seed=self.seed, verbose=0)
+        else:  # scored once, as each member finishes the rung
+            scored_on_validation = val is not None and self.objective_name.startswith("val_")
+            pack.fit(x, y, callbacks=callbacks, shuffle=True, seed=self.seed, verbose=0,
+                     on_step=(lambda packed, plan: score(packed, plan.finished)) if scored_on_validation else None)
+            unscored = [n for n in pack.members if by_name[n].trial_id not in keeper.scores]
+            if unscored and scored_on_validation:  # stopped mid-epoch (diverged, or a callback stopped it)
+                score(pack, unscored)
+        trained = {by_name[name].trial_id: pack.free(name) for name in list(pack.members)}
+        del pack
+        gc.collect()  # the group's models go before the next group's are built
+        return trained
+
+
+def _copies(callbacks) -> list:
+    """Each trial's own copies of the user's callbacks (Keras Tuner copies them per trial too)."""
+    try:
+        return [copy.deepcopy(cb) for cb in callbacks]
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"the search callbacks cannot be copied for each trial ({e}). Pass callbacks that hold "
+                         "no open files or live models.") from e
