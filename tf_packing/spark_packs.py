@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,8 +137,9 @@ class SparkPacks:
                                     keeper.for_task(trials, None), wall_start, deterministic))
         self.sc.setJobDescription(description)
         try:
-            # Each order cloudpickled on its own: a build_fn from the user's script travels by value, and each
-            # task receives its own pack only.
+            # Each order cloudpickled on its own, so each task receives its own pack only.
+            for shipped in (training.build_fn, *training.callbacks):
+                ship_module_by_value(shipped)
             pickled = [cloudpickle.dumps(order) for order in orders]
             outcomes = self.sc.parallelize(pickled, len(pickled)).map(_train_pickled).collect()
         finally:
@@ -171,6 +173,23 @@ class SparkPacks:
             save(checkpoint, path)
             self.shared[trial_id] = path
         return path
+
+
+def ship_module_by_value(obj) -> None:
+    """Send the code of ``obj``'s module with each task when the executors may not import it.
+
+    A ``build_fn`` from the user's own module (not ``__main__``, whose functions always travel by value) would
+    otherwise be pickled by name and fail on executors that lack the file (``No module named ...``) unless it
+    was shipped with ``--py-files``. Modules installed in a ``site-packages`` folder are left to be imported.
+    """
+    target = getattr(obj, "func", obj)  # functools.partial
+    target = getattr(target, "__func__", target)  # a bound method: its function
+    name = getattr(target, "__module__", None) or type(target).__module__
+    module = sys.modules.get(name)
+    path = getattr(module, "__file__", None)
+    if module is None or name == "__main__" or path is None or "site-packages" in Path(path).parts:
+        return
+    cloudpickle.register_pickle_by_value(module)
 
 
 def _train_pickled(order: bytes) -> PackOutcome:

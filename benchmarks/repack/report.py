@@ -207,13 +207,54 @@ def _hyperdrive_report(data: dict) -> tuple:
     return lines, plot
 
 
+def _executors_report(data: dict) -> tuple:
+    meta, conf, arms = data["meta"], data["meta"]["conf"], data["arms"]
+    where = conf.get("master") or "its own local-cluster[N,1,2048] per arm"
+    lines = _header(meta, "Repack: the pack-aware Tuner on Spark executors")
+    lines += [f"Hyperband R={conf['max_epochs']}, eta={conf['factor']}, objective val_accuracy, `hp_build_fn` on the "
+              f"digits split of each seed; arms in an order rotated by seed. `spark-N`: `Tuner(spark=...)` on a fresh "
+              f"application of N one-core executors ({where}); `local`: the same Tuner in the benchmark's process. "
+              f"Timed: `search` alone. Ratio = the arm's wall time / {arms[0]}'s in the same seed. Same = the same "
+              f"trials, epochs and scores (within 1e-4) as {arms[0]}.", ""]
+    rows = []
+    for s in data["seeds"]:
+        for arm in arms:
+            r = s["runs"][arm]
+            executors = sorted({p["executor"] for p in r["packs"]})
+            rows.append([s["seed"], arm, s["order"].index(arm) + 1, r["wall_s"], f"{s['ratio'][arm]:.2f}",
+                         f"{r['best_score']:.4f}", "yes" if s["same_as_first"][arm] else "no",
+                         " ".join(executors) or "-"])
+    lines.append(markdown_table(["seed", "arm", "ran", "wall s", "ratio", "best val accuracy", "same",
+                                 "executors used"], rows))
+    summary = data["summary"]
+    lines += ["", "Summary over seeds, median [min, max]:", ""]
+    for arm in arms:
+        lines.append(f"* {arm}: wall s {_stat(summary['wall_s'][arm], '.1f')}; ratio to {arms[0]} "
+                     f"{_stat(summary['ratio'][arm], '.2f')}; best val accuracy {_stat(summary['best_score'][arm], '.4f')}")
+    first = data["seeds"][0]["runs"][arms[-1]]
+    lines += ["", f"Packs per rung ({arms[-1]}, seed {data['seeds'][0]['seed']}): "
+              f"{[g['sizes'] for g in first['groups']]}"]
+
+    def plot(ax):
+        for i, arm in enumerate(arms):
+            walls = [s["runs"][arm]["wall_s"] for s in data["seeds"]]
+            ax.scatter([i] * len(walls), walls, label=arm)
+        ax.set_xticks(range(len(arms)), arms)
+        ax.set_ylim(bottom=0)
+        ax.set_ylabel("search wall seconds")
+        ax.set_title(f"Hyperband R={conf['max_epochs']} on executors ({meta['device']})")
+
+    return lines, plot
+
+
 def render(path) -> Path:
     """Write ``<path>.md`` and ``<path>.png`` next to the JSON at ``path``; return the Markdown path."""
     plt = pyplot()
     path = Path(path)
     data = json.loads(path.read_text())
     lines, plot = {"impv": _impv_report, "hyperband": _hyperband_report,
-                   "keras-tuner": _keras_tuner_report, "hyperdrive": _hyperdrive_report}[data["kind"]](data)
+                   "keras-tuner": _keras_tuner_report, "hyperdrive": _hyperdrive_report,
+                   "executors": _executors_report}[data["kind"]](data)
     fig, ax = plt.subplots(figsize=(7, 4.5))
     plot(ax)
     save_figure(fig, path.with_suffix(".png"), dpi=110)

@@ -10,6 +10,8 @@
   (thesis Table 2.4). Data: scikit-learn's bundled digits.
 * ``hyperdrive``: time to a target accuracy of plain pack-aware Hyperband, a fixed kill threshold and
   HyperDrive's POP early termination, several seeds (see ``time_to_target.py``).
+* ``executors``: ``Tuner(spark=...)`` on 1 and 2 one-core executors, and the tuner in one process: wall time
+  ratios and whether every arm found the same trials and scores (see ``executors.py``).
 * ``keras-tuner``: Keras Tuner's Hyperband against sparkrm's pack-aware ``Tuner``, one Keras-Tuner-style
   ``build_fn(hp)`` and the same digits split for both, per seed: wall time, best validation accuracy and
   the time each takes to first reach the accuracy both reach (see ``keras_tuner.py``).
@@ -28,7 +30,7 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from benchmarks.common import RESULTS_DIR, interval, run_metadata, spread, write_json  # noqa: E402
+from benchmarks.common import RESULTS_DIR, add_master_option, interval, run_metadata, spread, write_json  # noqa: E402
 
 from .report import render  # noqa: E402
 
@@ -209,6 +211,40 @@ def hyperdrive(args) -> Path:
     return path
 
 
+def on_executors(args) -> Path:
+    from .executors import arm_executors, run_arm, same_search
+
+    try:
+        for arm in args.arms:
+            arm_executors(arm)
+    except ValueError as e:
+        sys.exit(f"executors: {e}")
+    if args.seed is not None or args.repeats is not None:
+        sys.exit("executors: give the seeds with --seeds (one run per arm and seed); --seed and --repeats do not apply")
+    meta = metadata(args)
+    seeds = []
+    for index, seed in enumerate(args.seeds):
+        order = args.arms[index % len(args.arms):] + args.arms[:index % len(args.arms)]
+        runs = {arm: run_arm(arm, seed, max_epochs=args.max_epochs, factor=args.factor, master=args.master,
+                             quiet=args.quiet) for arm in order}
+        base = runs[args.arms[0]]
+        seeds.append({"seed": seed, "order": order, "runs": runs,
+                      "ratio": {arm: r["wall_s"] / base["wall_s"] for arm, r in runs.items()},
+                      "same_as_first": {arm: same_search(base, r) for arm, r in runs.items()}})
+
+    def summary(values):
+        values = list(values)
+        return {**spread(values), **interval(values)}
+
+    path = output(meta, args.name or "executors", args.out)
+    write_json(path, {"meta": meta, "kind": "executors", "arms": args.arms, "seeds": seeds, "summary": {
+        "ratio": {arm: summary(s["ratio"][arm] for s in seeds) for arm in args.arms},
+        "wall_s": {arm: summary(s["runs"][arm]["wall_s"] for s in seeds) for arm in args.arms},
+        "best_score": {arm: summary(s["runs"][arm]["best_score"] for s in seeds) for arm in args.arms}}})
+    render(path)
+    return path
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchmarks.repack", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -287,6 +323,18 @@ def parser() -> argparse.ArgumentParser:
                    help="HyperDrive's evaluation boundary in epochs (default 3, about 10%% of R=27)")
     d.add_argument("--quiet", action="store_true", help="no progress bars")
     d.set_defaults(func=hyperdrive, seed=None, repeats=None)
+
+    e = sub.add_parser("executors", parents=[common],
+                       help="Tuner(spark=...) on 1 and 2 one-core executors, and in one process (executors.py)")
+    e.add_argument("--arms", type=_words, default=["spark-1", "spark-2", "local"],
+                   help="comma list of spark-N (N one-core executors) and local; the first is the baseline of the "
+                        "ratios (default spark-1,spark-2,local)")
+    e.add_argument("--max-epochs", type=int, default=27, help="Hyperband R (default 27)")
+    e.add_argument("--factor", type=int, default=3, help="Hyperband eta (default 3)")
+    e.add_argument("--seeds", type=_ints, default=[0, 1, 2], help="one run per arm each (default 0,1,2)")
+    add_master_option(e)
+    e.add_argument("--quiet", action="store_true", help="no progress bars")
+    e.set_defaults(func=on_executors, seed=None, repeats=None)
 
     r = sub.add_parser("report", help="re-render Markdown and PNG from a result JSON")
     r.add_argument("json", type=Path, help="a result JSON written by impv, hyperband, keras-tuner or hyperdrive")

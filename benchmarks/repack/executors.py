@@ -1,0 +1,86 @@
+"""The pack-aware tuner on Spark executors: one executor against two, and against the tuner in one process.
+
+Each seed runs the Keras Tuner comparison's search (``hp_build_fn`` on the digits split of
+``load_digits(seed)``, Hyperband R and eta) once per arm, in an order rotated by seed:
+
+* ``spark-N``: ``Tuner(..., spark=spark)`` on a fresh application of N one-core executors (its own
+  ``local-cluster[N,1,...]``, or ``--master`` with ``spark.cores.max=N``, e.g. the emulated hosts,
+  where each executor sits on its own host with its own CPU quota);
+* ``local``: the same ``Tuner`` in the benchmark's own process (no Spark), TensorFlow on every core.
+
+Timed: ``search`` alone (the application is started before and stopped after), which includes each
+executor's Python worker importing TensorFlow and reading the data once. Recorded: wall time, best
+score and configuration, the packs of every rung and which executor trained each.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+
+OBJECTIVE = "val_accuracy"
+
+
+def arm_executors(arm: str) -> int | None:
+    """``spark-2`` -> 2; ``local`` -> None; anything else is refused naming the forms."""
+    if arm == "local":
+        return None
+    prefix, _, count = arm.partition("-")
+    if prefix != "spark" or not count.isdigit() or int(count) < 1:
+        raise ValueError(f"arm {arm!r}: use 'local' or 'spark-N' with N executors (spark-1, spark-2)")
+    return int(count)
+
+
+def run_arm(arm: str, seed: int, *, max_epochs: int, factor: int, master: str | None, quiet: bool) -> dict:
+    """One search of ``arm`` on the digits split of ``seed``."""
+    import keras
+
+    from tf_packing import Tuner, load_digits
+
+    from .models import hp_build_fn
+
+    (x, y), (xv, yv) = load_digits(seed=seed)
+    executors = arm_executors(arm)
+    session = _session(executors, master) if executors else None
+    try:
+        keras.utils.set_random_seed(seed)
+        with tempfile.TemporaryDirectory(prefix=f"repack-{arm}-") as directory:
+            tuner = Tuner(hp_build_fn(x.shape[1:]), objective=OBJECTIVE, max_epochs=max_epochs, factor=factor,
+                          seed=seed, directory=directory, project_name=arm, progress=not quiet, spark=session)
+            start = time.perf_counter()
+            tuner.search(x, y, validation_data=(xv, yv))
+            wall = time.perf_counter() - start
+    finally:
+        if session is not None:
+            from benchmarks.common import stop_and_clean
+
+            stop_and_clean(session, session.sparkContext.applicationId)
+    record = {"wall_s": wall, "best_score": float(tuner.best_score_),
+              "best_hp": dict(tuner.get_best_hyperparameters(1)[0].values), "trials": len(tuner.oracle_.trials_),
+              "groups": tuner.groups_, "packs": tuner.executors_,
+              "results": [[r["trial"], r["epochs"], r[OBJECTIVE]] for r in tuner.results()]}
+    print(f"seed {seed} {arm}: {wall:.1f} s, best {OBJECTIVE} {record['best_score']:.4f}, packs per rung "
+          f"{[g['sizes'] for g in tuner.groups_]}", file=sys.stderr)
+    return record
+
+
+def _session(executors: int, master: str | None):
+    """A fresh application of ``executors`` one-core executors: on ``master``, else its own local-cluster."""
+    import spark_plugin
+    from benchmarks.cluster import conf_for_master
+    from benchmarks.common import local_cluster_url
+
+    conf = {"spark.ui.showConsoleProgress": "false", **conf_for_master(master)}
+    if master:
+        conf.update({"spark.cores.max": str(executors), "spark.executor.cores": "1"})
+    return spark_plugin.session(master or local_cluster_url(executors), None, app_name="sparkrm-tuner-executors",
+                                conf=conf)
+
+
+def same_search(a: dict, b: dict, tolerance: float = 1e-4) -> bool:
+    """Whether two records hold the same trials, epochs and scores (within ``tolerance``)."""
+    if len(a["results"]) != len(b["results"]):
+        return False
+    return all(ta == tb and ea == eb and abs(sa - sb) <= tolerance
+               for (ta, ea, sa), (tb, eb, sb) in zip(a["results"], b["results"]))
