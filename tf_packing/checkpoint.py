@@ -35,12 +35,17 @@ class MemberCheckpoint:
         Epochs the member has completed.
     losses : list of float
         The member's per-step training losses so far.
+    random_states : list of numpy.ndarray
+        The model's variables that are neither weights nor the optimizer's: the states of its random
+        generators (Dropout's draws). With them a member resumed mid-training draws the masks it would have
+        drawn had it never stopped.
     """
 
     weights: list
     optimizer_variables: list
     epochs_done: int = 0
     losses: list = field(default_factory=list)
+    random_states: list = field(default_factory=list)
 
     @property
     def nbytes(self) -> int:
@@ -60,6 +65,12 @@ def _optimizer(model):
         raise ValueError(f"model {model.name!r} has no optimizer. Call model.compile(optimizer=..., loss=...) "
                          "before packing, loading or freeing it.")
     return optimizer
+
+
+def _random_states(model) -> list:
+    """The model's variables that are not weights: its layers' random generator states."""
+    weights = {id(w) for w in model.weights}
+    return [v for v in model.variables if id(v) not in weights]
 
 
 def build_optimizer(model, device=None) -> None:
@@ -105,8 +116,15 @@ def load(model, device: str | None = None, checkpoint: MemberCheckpoint | None =
         raise ValueError(f"checkpoint has {len(checkpoint.optimizer_variables)} optimizer variables but the "
                          f"optimizer of {model.name!r} has {len(optimizer.variables)}. Compile the model with "
                          "the same optimizer class as the one that was freed.")
+    states = _random_states(model)
+    if checkpoint.random_states and len(checkpoint.random_states) != len(states):
+        raise ValueError(f"checkpoint has {len(checkpoint.random_states)} random generator states but model "
+                         f"{model.name!r} has {len(states)}. Load a checkpoint freed from a model of the same "
+                         "architecture.")
     with _device_scope(device):
         model.set_weights(checkpoint.weights)
+        for variable, value in zip(states, checkpoint.random_states):  # none in a checkpoint from before they were kept
+            variable.assign(value)
         for variable, value in zip(optimizer.variables, checkpoint.optimizer_variables):
             variable.assign(value)
     log.debug("loaded %s (%d bytes) onto %s", model.name, checkpoint.nbytes, device or "default device")
@@ -134,7 +152,8 @@ def free(model, device: str | None = None, *, epochs_done: int = 0, losses=()) -
     build_optimizer(model, device)
     optimizer = _optimizer(model)
     ckpt = MemberCheckpoint([np.array(w) for w in model.get_weights()],
-                            [np.array(v.numpy()) for v in optimizer.variables], epochs_done, list(losses))
+                            [np.array(v.numpy()) for v in optimizer.variables], epochs_done, list(losses),
+                            [np.array(v.numpy()) for v in _random_states(model)])
     log.debug("freed %s (%d bytes) from %s", model.name, ckpt.nbytes, device or "default device")
     return ckpt
 
@@ -147,7 +166,9 @@ def save(checkpoint: MemberCheckpoint, path) -> None:
     path = os.fspath(path)
     arrays = {f"w{i}": w for i, w in enumerate(checkpoint.weights)}
     arrays.update({f"o{i}": v for i, v in enumerate(checkpoint.optimizer_variables)})
+    arrays.update({f"r{i}": v for i, v in enumerate(checkpoint.random_states)})
     meta = {"weights": len(checkpoint.weights), "optimizer_variables": len(checkpoint.optimizer_variables),
+            "random_states": len(checkpoint.random_states),
             "epochs_done": checkpoint.epochs_done, "losses": [float(v) for v in checkpoint.losses]}
     tmp = f"{path}.tmp.npz"
     np.savez(tmp, meta=np.array(json.dumps(meta)), **arrays)
@@ -162,4 +183,4 @@ def read(path) -> MemberCheckpoint:
         meta = json.loads(str(npz["meta"]))
         return MemberCheckpoint([npz[f"w{i}"] for i in range(meta["weights"])],
                                 [npz[f"o{i}"] for i in range(meta["optimizer_variables"])], meta["epochs_done"],
-                                meta["losses"])
+                                meta["losses"], [npz[f"r{i}"] for i in range(meta.get("random_states", 0))])

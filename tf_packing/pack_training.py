@@ -20,7 +20,9 @@ import tensorflow as tf
 
 from .hyperparameters import HyperParameters
 from .packed import Member, PackedModel
+from .checkpoint import free
 from .packing_policy import split_group
+from .rung_progress import RungProgress
 from .scorekeeper import Scorekeeper
 
 __all__ = ["PackTraining"]
@@ -38,6 +40,22 @@ class _Reporter(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         if self.keeper.record(self.trial, logs or {}):
             self.model.stop_training = True
+
+
+class _EpochProgress(keras.callbacks.Callback):
+    """Writes a member's checkpoint and this rung's scores at each of its epoch ends (see :mod:`.rung_progress`)."""
+
+    def __init__(self, progress: RungProgress, keeper, trial, member):
+        super().__init__()
+        self.progress, self.keeper, self.trial, self.member = progress, keeper, trial, member
+        self.curve_start = len(keeper.curves[trial.trial_id])
+
+    def on_epoch_end(self, epoch, logs=None):
+        trial_id = self.trial.trial_id
+        scores = self.keeper.curves[trial_id][self.curve_start:]
+        rows = [row for row in self.keeper.trace if row[1] == trial_id][-len(scores):] if scores else []
+        self.progress.write(trial_id, free(self.model, epochs_done=epoch + 1, losses=self.member.losses), scores,
+                            rows, trial_id in self.keeper.killed)
 
 
 @dataclass
@@ -60,6 +78,8 @@ class PackTraining:
         Score every epoch (early kill, a target or user callbacks) rather than at each member's end.
     callbacks : list
         The user's Keras callbacks, copied for every trial.
+    progress : RungProgress, optional
+        Where each member writes its state at every epoch end, so a stopped search resumes mid-rung.
     """
 
     build_fn: object
@@ -70,6 +90,7 @@ class PackTraining:
     fallback_batch_size: int
     every_epoch: bool = False
     callbacks: list = field(default_factory=list)
+    progress: RungProgress | None = None
 
     def build(self, trial) -> keras.Model:
         """``trial``'s compiled model, with weights drawn from its own seed."""
@@ -122,9 +143,13 @@ class PackTraining:
             name = f"t{trial.trial_id}"
             by_name[name] = trial
             keeper.curves.setdefault(trial.trial_id, [])
-            pack.add(Member(name, self.build(trial), self.batch_size(trial), epochs - trial.epochs_done),
-                     checkpoints.get(trial.trial_id))
+            checkpoint = checkpoints.get(trial.trial_id)  # mid-rung when the search resumes there
+            done = checkpoint.epochs_done if checkpoint is not None else trial.epochs_done
+            member = Member(name, self.build(trial), self.batch_size(trial), epochs - done)
+            pack.add(member, checkpoint)
             callbacks[name] = [*_copies(self.callbacks), _Reporter(keeper, trial)]
+            if self.progress is not None:
+                callbacks[name].append(_EpochProgress(self.progress, keeper, trial, member))
 
         def score(packed, names):
             for name, logs in packed.evaluate(*val[:2], names=names).items():

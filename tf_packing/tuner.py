@@ -45,6 +45,7 @@ from .objective import objective_of
 from .pack_training import PackTraining
 from .packing_policy import STRATEGIES, pack_opt
 from .project import Project, build_fn_identity
+from .rung_progress import RungProgress
 from .scorekeeper import Scorekeeper, TargetReached
 
 __all__ = ["Tuner"]
@@ -196,6 +197,9 @@ class Tuner:
         self._keeper = Scorekeeper(self.objective, max_epochs, clock=None, early_kill=early_kill, target=target)
         self._training = PackTraining(self._build_fn, self.oracle_.space, seed, self.objective.name,
                                       batch_size_key, default_batch_size)
+        self._progress = self._resumed = None
+        if self._project.path is not None:
+            self._progress = self._training.progress = RungProgress(self._project.path / "partial")
         self._executors = None
         if spark is not None:
             from .spark_packs import SparkPacks
@@ -290,6 +294,8 @@ class Tuner:
         self._keeper.clock = lambda: time.perf_counter() - self._start
         if self._executors is not None:
             self._executors.share_data(self._data, validation_data)
+        self._save(previous)  # settings and identity first: progress inside the first rung resumes too
+        self._resumed = self._progress.read() if self._progress is not None else None  # the rung under way
         bar = tqdm(total=self._planned_trial_epochs(), unit="trial-epoch", disable=not self.progress,
                    desc=f"hyperband[{self.packing}]")
         try:
@@ -308,6 +314,8 @@ class Tuner:
                 if self._executors is not None:
                     self._executors.keep_only(kept)
                 self._save(time.perf_counter() - self._start)
+                if self._progress is not None:
+                    self._progress.clear()
         finally:
             bar.close()
             if self._executors is not None:
@@ -355,9 +363,11 @@ class Tuner:
                           group_size=self.group_size, max_group=self._largest_pack(len(trials)),
                           key=self.batch_size_key, seed=self.seed + rung_no)
         groups = [[trials[i] for i in group] for group in self._promising_first(groups, trials)]
+        self._keeper.start_rung()
+        done = self._resume_mid_rung(rung)
+        groups = [g for g in ([t for t in group if t.trial_id not in done] for group in groups) if g]
         self.groups_.append({"bracket": rung.bracket, "rung": rung.index, "epochs": rung.epochs,
                              "sizes": [len(g) for g in groups]})
-        self._keeper.start_rung()
         if self._executors is not None:
             self._run_on_executors(rung, rung_no, groups, bar)
         else:
@@ -366,11 +376,46 @@ class Tuner:
                 bar.update(sum(rung.epochs - t.epochs_done for t in group))
         return self._keeper.scores, self._keeper.killed
 
+    def _resume_mid_rung(self, rung) -> set:
+        """Take in the progress this rung made before the search stopped; return the trials that need no more.
+
+        Each trial with progress continues from the checkpoint of the last epoch it finished, its scores of
+        this rung recorded again; a trial that had finished the rung, or was killed in it, is not trained.
+        """
+        resumed, self._resumed = self._resumed or {}, None
+        done = set()
+        for trial in rung.trials:
+            progress = resumed.get(trial.trial_id)
+            if progress is None:
+                continue
+            self._ckpts[trial.trial_id] = progress.checkpoint
+            self._keeper.curves.setdefault(trial.trial_id, []).extend(progress.scores)
+            self._keeper.trace.extend(progress.trace)
+            if progress.scores:
+                last = progress.scores[-1]
+                self._keeper.scores[trial.trial_id] = last if math.isfinite(last) else self.objective.worst
+            if progress.killed:
+                self._keeper.killed.add(trial.trial_id)
+            if progress.killed or progress.checkpoint.epochs_done >= rung.epochs:
+                done.add(trial.trial_id)
+        if resumed:
+            log.info("bracket %d rung %d resumes mid-rung: %d trials from the last epoch they finished, %d of them "
+                     "done", rung.bracket, rung.index, len(resumed), len(done))
+        return done
+
     def _largest_pack(self, trials: int) -> int:
-        """``max_group``; on executors, also small enough to give every task slot a pack."""
+        """``max_group``; on executors, the size that splits the rung into a multiple of the task slots.
+
+        The fewest packs ``max_group`` allows, rounded up to a multiple of the slots (or one per trial when
+        there are fewer trials than slots), then equal sizes: 27 trials on 2 slots are packs of 7, 7, 7 and 6,
+        not 8, 8, 8 and 3, whose last slot would idle while the first trains its second pack of 8.
+        """
         if self._executors is None:
             return self.max_group
-        return max(1, min(self.max_group, math.ceil(trials / self._executors.slots)))
+        slots = self._executors.slots
+        packs = math.ceil(trials / self.max_group)
+        packs = math.ceil(packs / slots) * slots if trials >= slots else trials
+        return max(1, math.ceil(trials / packs))
 
     def _train_group(self, trials, epochs) -> dict:
         checkpoints = {t.trial_id: self._ckpts[t.trial_id] for t in trials if t.trial_id in self._ckpts}
