@@ -6,7 +6,9 @@ Each seed runs the Keras Tuner comparison's search (``hp_build_fn`` on the digit
 * ``spark-N``: ``Tuner(..., spark=spark)`` on a fresh application of N one-core executors (its own
   ``local-cluster[N,1,...]``, or ``--master`` with ``spark.cores.max=N``, e.g. the emulated hosts,
   where each executor sits on its own host with its own CPU quota);
-* ``local``: the same ``Tuner`` in the benchmark's own process (no Spark), TensorFlow on every core.
+* ``local``: the same ``Tuner`` in the benchmark's own process (no Spark), TensorFlow on every core;
+* ``keras-tuner-N``: Keras Tuner's own distributed Hyperband, a chief and N workers each pinned to its own
+  core (:mod:`.keras_tuner_distributed`), the baseline a Keras Tuner user would run.
 
 Timed: ``search`` alone (the application is started before and stopped after), which includes each
 executor's Python worker importing TensorFlow and reading the data once. Recorded: wall time, best
@@ -22,14 +24,15 @@ import time
 OBJECTIVE = "val_accuracy"
 
 
-def arm_executors(arm: str) -> int | None:
-    """``spark-2`` -> 2; ``local`` -> None; anything else is refused naming the forms."""
+def parse_arm(arm: str) -> tuple[str, int | None]:
+    """``spark-2`` -> ("spark", 2); ``keras-tuner-2`` -> ("keras-tuner", 2); ``local`` -> ("local", None)."""
     if arm == "local":
-        return None
-    prefix, _, count = arm.partition("-")
-    if prefix != "spark" or not count.isdigit() or int(count) < 1:
-        raise ValueError(f"arm {arm!r}: use 'local' or 'spark-N' with N executors (spark-1, spark-2)")
-    return int(count)
+        return "local", None
+    kind, _, count = arm.rpartition("-")
+    if kind not in ("spark", "keras-tuner") or not count.isdigit() or int(count) < 1:
+        raise ValueError(f"arm {arm!r}: use 'local', 'spark-N' (N executors) or 'keras-tuner-N' (N Keras Tuner "
+                         "workers), e.g. spark-2")
+    return kind, int(count)
 
 
 def run_arm(arm: str, seed: int, *, max_epochs: int, factor: int, master: str | None, quiet: bool) -> dict:
@@ -40,8 +43,15 @@ def run_arm(arm: str, seed: int, *, max_epochs: int, factor: int, master: str | 
 
     from .models import hp_build_fn
 
+    kind, executors = parse_arm(arm)
+    if kind == "keras-tuner":
+        from .keras_tuner_distributed import run
+
+        record = run(seed, executors, max_epochs=max_epochs, factor=factor)
+        print(f"seed {seed} {arm}: {record['wall_s']:.1f} s, best {OBJECTIVE} {record['best_score']:.4f}, "
+              f"{record['trials']} trials", file=sys.stderr)
+        return record
     (x, y), (xv, yv) = load_digits(seed=seed)
-    executors = arm_executors(arm)
     session = _session(executors, master) if executors else None
     try:
         keras.utils.set_random_seed(seed)
@@ -78,8 +88,10 @@ def _session(executors: int, master: str | None):
                                 conf=conf)
 
 
-def same_search(a: dict, b: dict, tolerance: float = 1e-4) -> bool:
-    """Whether two records hold the same trials, epochs and scores (within ``tolerance``)."""
+def same_search(a: dict, b: dict, tolerance: float = 1e-4) -> bool | None:
+    """Whether two records hold the same trials, epochs and scores (within ``tolerance``); None for Keras Tuner's."""
+    if "results" not in a or "results" not in b:
+        return None
     if len(a["results"]) != len(b["results"]):
         return False
     return all(ta == tb and ea == eb and abs(sa - sb) <= tolerance

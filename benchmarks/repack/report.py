@@ -213,17 +213,19 @@ def _executors_report(data: dict) -> tuple:
     lines = _header(meta, "Repack: the pack-aware Tuner on Spark executors")
     lines += [f"Hyperband R={conf['max_epochs']}, eta={conf['factor']}, objective val_accuracy, `hp_build_fn` on the "
               f"digits split of each seed; arms in an order rotated by seed. `spark-N`: `Tuner(spark=...)` on a fresh "
-              f"application of N one-core executors ({where}); `local`: the same Tuner in the benchmark's process. "
+              f"application of N one-core executors ({where}); `local`: the same Tuner in the benchmark's process; "
+              f"`keras-tuner-N`: Keras Tuner's distributed Hyperband, a chief and N workers each pinned to one core. "
               f"Timed: `search` alone. Ratio = the arm's wall time / {arms[0]}'s in the same seed. Same = the same "
               f"trials, epochs and scores (within 1e-4) as {arms[0]}.", ""]
     rows = []
     for s in data["seeds"]:
         for arm in arms:
             r = s["runs"][arm]
-            executors = sorted({p["executor"] for p in r["packs"]})
+            same = {True: "yes", False: "no", None: "n/a"}[s["same_as_first"][arm]]
+            used = (f"{r['workers']} workers, {r['trials']} trials" if "workers" in r
+                    else " ".join(sorted({p["executor"] for p in r["packs"]})) or "-")
             rows.append([s["seed"], arm, s["order"].index(arm) + 1, r["wall_s"], f"{s['ratio'][arm]:.2f}",
-                         f"{r['best_score']:.4f}", "yes" if s["same_as_first"][arm] else "no",
-                         " ".join(executors) or "-"])
+                         f"{r['best_score']:.4f}", same, used])
     lines.append(markdown_table(["seed", "arm", "ran", "wall s", "ratio", "best val accuracy", "same",
                                  "executors used"], rows))
     summary = data["summary"]
@@ -231,9 +233,11 @@ def _executors_report(data: dict) -> tuple:
     for arm in arms:
         lines.append(f"* {arm}: wall s {_stat(summary['wall_s'][arm], '.1f')}; ratio to {arms[0]} "
                      f"{_stat(summary['ratio'][arm], '.2f')}; best val accuracy {_stat(summary['best_score'][arm], '.4f')}")
-    first = data["seeds"][0]["runs"][arms[-1]]
-    lines += ["", f"Packs per rung ({arms[-1]}, seed {data['seeds'][0]['seed']}): "
-              f"{[g['sizes'] for g in first['groups']]}"]
+    for arm in arms:
+        first = data["seeds"][0]["runs"][arm]
+        if "groups" in first:
+            lines.append(f"* packs per rung, {arm}, seed {data['seeds'][0]['seed']}: "
+                         f"{[g['sizes'] for g in first['groups']]}")
 
     def plot(ax):
         for i, arm in enumerate(arms):

@@ -212,13 +212,15 @@ def hyperdrive(args) -> Path:
 
 
 def on_executors(args) -> Path:
-    from .executors import arm_executors, run_arm, same_search
+    from .executors import parse_arm, run_arm, same_search
+    from .keras_tuner import MISSING, available
 
     try:
-        for arm in args.arms:
-            arm_executors(arm)
+        kinds = {parse_arm(arm)[0] for arm in args.arms}
     except ValueError as e:
         sys.exit(f"executors: {e}")
+    if "keras-tuner" in kinds and not available():
+        sys.exit(MISSING)
     if args.seed is not None or args.repeats is not None:
         sys.exit("executors: give the seeds with --seeds (one run per arm and seed); --seed and --repeats do not apply")
     meta = metadata(args)
@@ -327,8 +329,9 @@ def parser() -> argparse.ArgumentParser:
     e = sub.add_parser("executors", parents=[common],
                        help="Tuner(spark=...) on 1 and 2 one-core executors, and in one process (executors.py)")
     e.add_argument("--arms", type=_words, default=["spark-1", "spark-2", "local"],
-                   help="comma list of spark-N (N one-core executors) and local; the first is the baseline of the "
-                        "ratios (default spark-1,spark-2,local)")
+                   help="comma list of spark-N (N one-core executors), local (one process) and keras-tuner-N (Keras "
+                        "Tuner's chief and N one-core workers); the first is the baseline of the ratios (default "
+                        "spark-1,spark-2,local)")
     e.add_argument("--max-epochs", type=int, default=27, help="Hyperband R (default 27)")
     e.add_argument("--factor", type=int, default=3, help="Hyperband eta (default 3)")
     e.add_argument("--seeds", type=_ints, default=[0, 1, 2], help="one run per arm each (default 0,1,2)")
