@@ -191,6 +191,25 @@ def stop_and_clean(session, app_id: str) -> None:
     shutil.rmtree(Path(pyspark.__file__).parent / "work" / app_id, ignore_errors=True)
 
 
+def executor_pid(spark, executor_id: str) -> int:
+    """The pid of this application's executor JVM ``executor_id`` (local-cluster and the emulated hosts run them here).
+
+    Matched by the driver's URL: two local-clusters started in the same second (parallel test modules)
+    give their applications the same id.
+    """
+    driver = f":{spark.sparkContext.getConf().get('spark.driver.port')}".encode()
+    for proc in Path("/proc").iterdir():
+        try:
+            args = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if (b"--driver-url" in args and args[args.index(b"--driver-url") + 1].endswith(driver)
+                and args[args.index(b"--executor-id") + 1] == executor_id.encode()):
+            return int(proc.name)
+    raise AssertionError(f"no executor {executor_id} of the driver at port {driver.decode()[1:]} among this "
+                         "machine's processes")
+
+
 def shutdown_driver_jvm() -> None:
     """End pyspark's gateway JVM, so that the next session starts a fresh one with its own conf."""
     from pyspark import SparkContext

@@ -10,7 +10,8 @@ and one project folder.
 
 Timed: from starting the processes until the last worker exits (Keras Tuner's chief then waits up to
 20 s more before it notices; not counted). Each process imports TensorFlow inside that time, as our
-executors' Python workers do inside theirs.
+executors' Python workers do inside theirs. Each worker appends every validation score with its wall
+clock time to a file, so the record holds the search's trace (seconds since the start, score).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def run(seed: int, workers: int, *, max_epochs: int, factor: int) -> dict:
                "TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
         command = [sys.executable, "-m", __name__, "--seed", str(seed), "--max-epochs", str(max_epochs),
                    "--factor", str(factor), "--directory", directory]
-        start = time.perf_counter()
+        start, wall_start = time.perf_counter(), time.time()
         chief = subprocess.Popen([*command, "--result", str(result)], env={**env, "KERASTUNER_TUNER_ID": "chief"})
         time.sleep(1.0)  # the oracle's server first: a worker asking before it listens waits anyway
         pool = [subprocess.Popen(command, env={**env, "KERASTUNER_TUNER_ID": f"tuner{i}"},
@@ -50,7 +51,9 @@ def run(seed: int, workers: int, *, max_epochs: int, factor: int) -> dict:
         if any(codes) or chief_code:
             raise RuntimeError(f"Keras Tuner's distributed search failed: workers exited {codes}, chief {chief_code}")
         record = json.loads(result.read_text())
-    record.update(wall_s=wall, workers=workers)
+        trace = sorted([t - wall_start, score] for path in Path(directory).glob("trace-*.jsonl")
+                       for t, score in map(json.loads, path.read_text().splitlines()))
+    record.update(wall_s=wall, workers=workers, trace=trace)
     return record
 
 
@@ -62,6 +65,19 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _score_log(path):
+    """A Keras callback appending ``[wall clock time, validation score]`` of every epoch end to ``path``."""
+    import keras
+
+    class ScoreLog(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            if logs and OBJECTIVE in logs:
+                with open(path, "a") as f:
+                    f.write(json.dumps([time.time(), float(logs[OBJECTIVE])]) + "\n")
+
+    return ScoreLog()
 
 
 def _search(args) -> None:
@@ -78,7 +94,8 @@ def _search(args) -> None:
     tuner = keras_tuner.Hyperband(_hypermodel(hp_build_fn(x.shape[1:])), objective=OBJECTIVE,
                                   max_epochs=args.max_epochs, factor=args.factor, hyperband_iterations=1,
                                   seed=args.seed, directory=args.directory, project_name="distributed")
-    tuner.search(x, y, validation_data=(xv, yv), verbose=0)
+    trace = Path(args.directory) / f"trace-{os.environ.get('KERASTUNER_TUNER_ID', 'tuner0')}.jsonl"
+    tuner.search(x, y, validation_data=(xv, yv), verbose=0, callbacks=[_score_log(trace)])
     if args.result:  # the chief: its oracle holds every trial
         best = tuner.oracle.get_best_trials(1)[0]
         trials = list(tuner.oracle.trials.values())

@@ -216,7 +216,8 @@ def _executors_report(data: dict) -> tuple:
               f"application of N one-core executors ({where}); `local`: the same Tuner in the benchmark's process; "
               f"`keras-tuner-N`: Keras Tuner's distributed Hyperband, a chief and N workers each pinned to one core. "
               f"Timed: `search` alone. Ratio = the arm's wall time / {arms[0]}'s in the same seed. Same = the same "
-              f"trials, epochs and scores (within 1e-4) as {arms[0]}.", ""]
+              f"trials, epochs and scores (within 1e-4) as {arms[0]}. Time-to-level ratio = seconds until the arm first scores "
+              f"the lower of its and {arms[0]}'s best accuracy (the level) / {arms[0]}'s seconds to it.", ""]
     rows = []
     for s in data["seeds"]:
         for arm in arms:
@@ -224,15 +225,19 @@ def _executors_report(data: dict) -> tuple:
             same = {True: "yes", False: "no", None: "n/a"}[s["same_as_first"][arm]]
             used = (f"{r['workers']} workers, {r['trials']} trials" if "workers" in r
                     else " ".join(sorted({p["executor"] for p in r["packs"]})) or "-")
+            to_level = (s.get("ratio_to_level") or {}).get(arm)
             rows.append([s["seed"], arm, s["order"].index(arm) + 1, r["wall_s"], f"{s['ratio'][arm]:.2f}",
-                         f"{r['best_score']:.4f}", same, used])
-    lines.append(markdown_table(["seed", "arm", "ran", "wall s", "ratio", "best val accuracy", "same",
-                                 "executors used"], rows))
+                         f"{r['best_score']:.4f}",
+                         "n/a" if to_level is None else f"{to_level:.2f} ({s['level'][arm]:.4f})", same, used])
+    lines.append(markdown_table(["seed", "arm", "ran", "wall s", "ratio", "best val accuracy",
+                                 "time-to-level ratio (level)", "same", "executors used"], rows))
     summary = data["summary"]
     lines += ["", "Summary over seeds, median [min, max]:", ""]
     for arm in arms:
         lines.append(f"* {arm}: wall s {_stat(summary['wall_s'][arm], '.1f')}; ratio to {arms[0]} "
-                     f"{_stat(summary['ratio'][arm], '.2f')}; best val accuracy {_stat(summary['best_score'][arm], '.4f')}")
+                     f"{_stat(summary['ratio'][arm], '.2f')}; time to the level both reach, ratio to {arms[0]} "
+                     f"{_stat((summary.get('ratio_to_level') or {}).get(arm), '.2f')}; best val accuracy "
+                     f"{_stat(summary['best_score'][arm], '.4f')}")
     for arm in arms:
         first = data["seeds"][0]["runs"][arm]
         if "groups" in first:

@@ -228,19 +228,26 @@ def on_executors(args) -> Path:
     for index, seed in enumerate(args.seeds):
         order = args.arms[index % len(args.arms):] + args.arms[:index % len(args.arms)]
         runs = {arm: run_arm(arm, seed, max_epochs=args.max_epochs, factor=args.factor, master=args.master,
-                             quiet=args.quiet) for arm in order}
+                             quiet=args.quiet, kill_after=args.kill_after) for arm in order}
         base = runs[args.arms[0]]
+        levels = {arm: min(base["best_score"], r["best_score"]) for arm, r in runs.items()}
+        to_level = {arm: [time_to(base["trace"], levels[arm]), time_to(r["trace"], levels[arm])]
+                    for arm, r in runs.items()}
         seeds.append({"seed": seed, "order": order, "runs": runs,
                       "ratio": {arm: r["wall_s"] / base["wall_s"] for arm, r in runs.items()},
+                      "level": levels, "time_to_level": to_level,
+                      "ratio_to_level": {arm: t_arm / t_base if t_base and t_arm else None
+                                         for arm, (t_base, t_arm) in to_level.items()},
                       "same_as_first": {arm: same_search(base, r) for arm, r in runs.items()}})
 
     def summary(values):
-        values = list(values)
-        return {**spread(values), **interval(values)}
+        values = [v for v in values if v is not None]
+        return {**spread(values), **interval(values)} if values else None
 
     path = output(meta, args.name or "executors", args.out)
     write_json(path, {"meta": meta, "kind": "executors", "arms": args.arms, "seeds": seeds, "summary": {
         "ratio": {arm: summary(s["ratio"][arm] for s in seeds) for arm in args.arms},
+        "ratio_to_level": {arm: summary(s["ratio_to_level"][arm] for s in seeds) for arm in args.arms},
         "wall_s": {arm: summary(s["runs"][arm]["wall_s"] for s in seeds) for arm in args.arms},
         "best_score": {arm: summary(s["runs"][arm]["best_score"] for s in seeds) for arm in args.arms}}})
     render(path)
@@ -329,12 +336,14 @@ def parser() -> argparse.ArgumentParser:
     e = sub.add_parser("executors", parents=[common],
                        help="Tuner(spark=...) on 1 and 2 one-core executors, and in one process (executors.py)")
     e.add_argument("--arms", type=_words, default=["spark-1", "spark-2", "local"],
-                   help="comma list of spark-N (N one-core executors), local (one process) and keras-tuner-N (Keras "
-                        "Tuner's chief and N one-core workers); the first is the baseline of the ratios (default "
-                        "spark-1,spark-2,local)")
+                   help="comma list of spark-N (N one-core executors), spark-N+kill (one of them killed mid-search), "
+                        "local (one process) and keras-tuner-N (Keras Tuner's chief and N one-core workers); the "
+                        "first is the baseline of the ratios (default spark-1,spark-2,local)")
     e.add_argument("--max-epochs", type=int, default=27, help="Hyperband R (default 27)")
     e.add_argument("--factor", type=int, default=3, help="Hyperband eta (default 3)")
     e.add_argument("--seeds", type=_ints, default=[0, 1, 2], help="one run per arm each (default 0,1,2)")
+    e.add_argument("--kill-after", type=float, default=10.0,
+                   help="seconds into the search at which a spark-N+kill arm kills executor 1 (default 10)")
     add_master_option(e)
     e.add_argument("--quiet", action="store_true", help="no progress bars")
     e.set_defaults(func=on_executors, seed=None, repeats=None)

@@ -11,25 +11,6 @@ import time
 from pathlib import Path
 
 
-def executor_pid(spark, executor_id: str) -> int:
-    """The pid of this application's executor JVM ``executor_id`` (local-cluster runs them here).
-
-    Matched by the driver's URL: two local-clusters started in the same second (parallel test modules)
-    give their applications the same id.
-    """
-    driver = f":{spark.sparkContext.getConf().get('spark.driver.port')}".encode()
-    for proc in Path("/proc").iterdir():
-        try:
-            args = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if (b"--driver-url" in args and args[args.index(b"--driver-url") + 1].endswith(driver)
-                and args[args.index(b"--executor-id") + 1] == executor_id.encode()):
-            return int(proc.name)
-    raise AssertionError(f"no executor {executor_id} of the driver at port {driver.decode()[1:]} among this "
-                         "machine's processes")
-
-
 def steady_jobs(spark, seconds: float, *, slow_pid: int | None = None, task_s: float = 0.2, slowdown: float = 4.0):
     """Jobs of 30 sleeping tasks, back to back for ``seconds``; tasks under JVM ``slow_pid`` sleep ``slowdown`` x longer.
 

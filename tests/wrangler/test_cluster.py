@@ -21,11 +21,12 @@ import numpy as np
 import pytest
 
 import spark_plugin
+from benchmarks.common import executor_pid
 from spark_plugin.wrangler import StragglerPredictor, Wrangler, build_dataset, running
 from spark_plugin.wrangler._jvm import JvmDecisions, JvmHolds
 from tests.helpers import eventually, executor_ids
 
-from .jobs import executor_pid, flag_model, in_background, launches_inside
+from .jobs import flag_model, in_background, launches_inside
 from .synthetic import telemetry
 
 pytestmark = pytest.mark.spark

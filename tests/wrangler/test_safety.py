@@ -17,11 +17,12 @@ from pathlib import Path
 import pytest
 
 import spark_plugin
+from benchmarks.common import executor_pid
 from spark_plugin.wrangler import Wrangler, running
 from spark_plugin.wrangler._jvm import JvmHolds
 from tests.helpers import ManualClock, eventually
 
-from .jobs import executor_pid, flag_model, in_background, launches_inside, steady_jobs
+from .jobs import flag_model, in_background, launches_inside, steady_jobs
 
 pytestmark = pytest.mark.spark
 
