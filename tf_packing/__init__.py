@@ -5,10 +5,12 @@ shared input stream with one fused step, each with its own loss, optimizer,
 learning rate and batch size (pad/slice), while keeping exactly the weights and
 loss curve each would have alone. ``Tuner`` runs Hyperband with its trials
 packed into memory-feasible groups, with Keras Tuner's API (``build_fn(hp)``,
-``HyperParameters``, ``Objective``) and HyperDrive's early termination.
+``HyperParameters``, ``Objective``) and HyperDrive's early termination; with
+``spark=`` its packs run as Spark tasks on a cluster's executors, and a search
+stopped mid-rung resumes from each trial's last finished epoch.
 
 The policy modules (batching, hyperband, hyperparameters, objective,
-packing_policy, memory, early_kill, hyperdrive) import no TensorFlow; names backed by TensorFlow are imported on first use, so
+packing_policy, memory, early_kill, hyperdrive, scorekeeper) import no TensorFlow; names backed by TensorFlow are imported on first use, so
 ``import tf_packing`` alone stays cheap.
 """
 
