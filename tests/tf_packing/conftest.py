@@ -51,3 +51,32 @@ def make_mlp(seed: int, lr: float = 0.01, optimizer: str = "adam", hidden: int =
     opt = {"adam": keras.optimizers.Adam, "sgd": keras.optimizers.SGD}[optimizer](lr)
     model.compile(opt, "sparse_categorical_crossentropy")
     return model
+
+
+@pytest.fixture(scope="module")
+def digits():
+    """600 training and 200 validation rows of scikit-learn's digits: a tuner search in seconds."""
+    from tf_packing import load_digits
+
+    (x, y), (xv, yv) = load_digits(seed=0)
+    return x[:600], y[:600], xv[:200], yv[:200]
+
+
+#: A search space of six configurations for :func:`small_classifier`.
+SMALL_SPACE = {"batch_size": [32], "learning_rate": [1e-4, 1e-3, 1e-2], "optimizer": ["adam", "sgd"]}
+
+
+def small_classifier(config, extra=None):
+    """A compiled 64-16-10 classifier for the digits, its optimizer and learning rate from ``config``.
+
+    ``extra`` (a callable returning a layer) goes after the hidden layer.
+    """
+    import keras
+
+    layers = [keras.Input((64,)), keras.layers.Dense(16, activation="relu")]
+    if extra is not None:
+        layers.append(extra())
+    model = keras.Sequential(layers + [keras.layers.Dense(10, activation="softmax")])
+    opt = {"adam": keras.optimizers.Adam, "sgd": keras.optimizers.SGD}[config["optimizer"]](config["learning_rate"])
+    model.compile(opt, "sparse_categorical_crossentropy", metrics=["accuracy"])
+    return model

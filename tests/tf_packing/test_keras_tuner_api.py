@@ -8,14 +8,6 @@ import numpy as np
 import pytest
 
 
-@pytest.fixture(scope="module")
-def digits():
-    from tf_packing import load_digits
-
-    (x, y), (xv, yv) = load_digits(seed=0)
-    return x[:600], y[:600], xv[:200], yv[:200]
-
-
 def build(hp):
     """A Keras Tuner style build_fn: ranges with log sampling, a choice and a boolean."""
     import keras

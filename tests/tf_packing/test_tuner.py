@@ -7,27 +7,8 @@ import weakref
 import numpy as np
 import pytest
 
-SPACE = {"batch_size": [32], "learning_rate": [1e-4, 1e-3, 1e-2], "optimizer": ["adam", "sgd"]}
-
-
-@pytest.fixture(scope="module")
-def digits():
-    from tf_packing import load_digits
-
-    (x, y), (xv, yv) = load_digits(seed=0)
-    return x[:600], y[:600], xv[:200], yv[:200]
-
-
-def build(config, extra=None):
-    import keras
-
-    layers = [keras.Input((64,)), keras.layers.Dense(16, activation="relu")]
-    if extra is not None:
-        layers.append(extra())
-    model = keras.Sequential(layers + [keras.layers.Dense(10, activation="softmax")])
-    opt = {"adam": keras.optimizers.Adam, "sgd": keras.optimizers.SGD}[config["optimizer"]](config["learning_rate"])
-    model.compile(opt, "sparse_categorical_crossentropy", metrics=["accuracy"])
-    return model
+from .conftest import SMALL_SPACE as SPACE
+from .conftest import small_classifier as build
 
 
 def search(digits, **kw):

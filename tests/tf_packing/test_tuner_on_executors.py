@@ -15,28 +15,13 @@ import pytest
 from pyspark import cloudpickle
 
 SPARK_SESSION = dict(master="local-cluster[2,1,1024]")
-SPACE = {"batch_size": [32], "learning_rate": [1e-4, 1e-3, 1e-2], "optimizer": ["adam", "sgd"]}
+from . import conftest
+from .conftest import SMALL_SPACE as SPACE
+from .conftest import small_classifier as build
 
 # build and the callback travel to the executors by value: the tests package is not installed there.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
-
-
-@pytest.fixture(scope="module")
-def digits():
-    from tf_packing import load_digits
-
-    (x, y), (xv, yv) = load_digits(seed=0)
-    return x[:600], y[:600], xv[:200], yv[:200]
-
-
-def build(hp):
-    import keras
-
-    model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(16, activation="relu"),
-                              keras.layers.Dense(10, activation="softmax")])
-    optimizer = {"adam": keras.optimizers.Adam, "sgd": keras.optimizers.SGD}[hp["optimizer"]](hp["learning_rate"])
-    model.compile(optimizer, "sparse_categorical_crossentropy", metrics=["accuracy"])
-    return model
+cloudpickle.register_pickle_by_value(conftest)
 
 
 def kill_its_executor_once(marker):
