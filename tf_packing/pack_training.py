@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import gc
 import logging
+import math
 from dataclasses import dataclass, field
 
 import keras
@@ -58,6 +59,26 @@ class _EpochProgress(keras.callbacks.Callback):
                             rows, trial_id in self.keeper.killed)
 
 
+class _BestEpoch(keras.callbacks.Callback):
+    """Keeps a member's checkpoint at its best-scoring epoch of the rung (``keep_best_epoch``)."""
+
+    def __init__(self, keeper, trial, member):
+        super().__init__()
+        self.keeper, self.trial, self.member = keeper, trial, member
+        self.scored = len(keeper.curves[trial.trial_id])
+        self.best_score, self.checkpoint = None, None
+
+    def on_epoch_end(self, epoch, logs=None):
+        curve = self.keeper.curves[self.trial.trial_id]
+        if len(curve) == self.scored:  # this epoch end recorded no score
+            return
+        self.scored = len(curve)
+        if math.isfinite(curve[-1]) and (self.best_score is None
+                                         or self.keeper.objective.better(curve[-1], self.best_score)):
+            self.best_score = curve[-1]
+            self.checkpoint = free(self.model, epochs_done=epoch + 1, losses=self.member.losses)
+
+
 @dataclass
 class PackTraining:
     """How the tuner trains a group of trials: models, batch sizes, callbacks and scoring points.
@@ -80,6 +101,9 @@ class PackTraining:
         The user's Keras callbacks, copied for every trial.
     progress : RungProgress, optional
         Where each member writes its state at every epoch end, so a stopped search resumes mid-rung.
+    keep_best_epoch : bool
+        Each trial leaves the rung with the weights and optimizer state of its best-scoring epoch in the rung
+        (Keras Tuner's semantics), counted as having trained the whole rung.
     """
 
     build_fn: object
@@ -91,6 +115,7 @@ class PackTraining:
     every_epoch: bool = False
     callbacks: list = field(default_factory=list)
     progress: RungProgress | None = None
+    keep_best_epoch: bool = False
 
     def build(self, trial) -> keras.Model:
         """``trial``'s compiled model, with weights drawn from its own seed."""
@@ -138,7 +163,7 @@ class PackTraining:
         x, y = data
         val = validation
         pack = PackedModel([], device=device)
-        by_name, callbacks = {}, {}
+        by_name, callbacks, best = {}, {}, {}
         for trial in trials:
             name = f"t{trial.trial_id}"
             by_name[name] = trial
@@ -150,6 +175,9 @@ class PackTraining:
             callbacks[name] = [*_copies(self.callbacks), _Reporter(keeper, trial)]
             if self.progress is not None:
                 callbacks[name].append(_EpochProgress(self.progress, keeper, trial, member))
+            if self.keep_best_epoch:
+                best[name] = _BestEpoch(keeper, trial, member)
+                callbacks[name].append(best[name])
 
         def score(packed, names):
             for name, logs in packed.evaluate(*val[:2], names=names).items():
@@ -165,6 +193,10 @@ class PackTraining:
             if unscored and scored_on_validation:  # stopped mid-epoch (diverged, or a callback stopped it)
                 score(pack, unscored)
         trained = {by_name[name].trial_id: pack.free(name) for name in list(pack.members)}
+        for name, kept in best.items():
+            if kept.checkpoint is not None:  # its best epoch, as though it had trained to where it stopped
+                kept.checkpoint.epochs_done = trained[by_name[name].trial_id].epochs_done
+                trained[by_name[name].trial_id] = kept.checkpoint
         del pack
         gc.collect()  # the group's models go before the next group's are built
         return trained

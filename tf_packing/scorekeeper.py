@@ -38,6 +38,8 @@ class Scorekeeper:
     target : float, optional
     prior_best : float, optional
         The best score recorded before this keeper started (a task's keeper: the search's best so far).
+    best_epoch : bool, default=False
+        A trial's score in a rung is its best epoch's in that rung (Keras Tuner's), not its last.
 
     Attributes
     ----------
@@ -61,6 +63,7 @@ class Scorekeeper:
     early_kill: object = None
     target: float | None = None
     prior_best: float | None = None
+    best_epoch: bool = False
     curves: dict = field(default_factory=dict)
     trace: list = field(default_factory=list)
     scores: dict = field(default_factory=dict)
@@ -90,7 +93,7 @@ class Scorekeeper:
         if not math.isfinite(score):
             log.warning("trial %d scored %s=%s after %d epochs; it ranks last", trial.trial_id, name, score,
                         len(curve))
-        self.scores[trial.trial_id] = score if math.isfinite(score) else self.objective.worst
+        self.rank(trial.trial_id, score)
         if self.target is not None and math.isfinite(score) and not self.objective.better(self.target, score):
             self.target_reached = (trial.trial_id, self.trace[-1][0])
             trial.scores.append([len(curve), score])
@@ -105,6 +108,14 @@ class Scorekeeper:
         self.labels[trial.trial_id] = "poor"
         log.info("early kill: trial %d at %s=%.4f after %d epochs", trial.trial_id, name, score, len(curve))
         return True
+
+    def rank(self, trial_id: int, score: float) -> None:
+        """Set the trial's score in this rung from a new one: the latest, or the best with ``best_epoch``."""
+        score = score if math.isfinite(score) else self.objective.worst
+        kept = self.scores.get(trial_id)
+        if self.best_epoch and kept is not None and not self.objective.better(score, kept):
+            return
+        self.scores[trial_id] = score
 
     def reference(self):
         """The score a trial must reach to be worth training: the target, else the best so far."""
@@ -126,7 +137,7 @@ class Scorekeeper:
     def for_task(self, trials, clock) -> Scorekeeper:
         """A keeper for one pack trained elsewhere: these trials' curves, the best score so far, no trace."""
         return Scorekeeper(self.objective, self.max_epochs, clock, self.early_kill, self.target,
-                           prior_best=self.reference(),
+                           prior_best=self.reference(), best_epoch=self.best_epoch,
                            curves={t.trial_id: list(self.curves.get(t.trial_id, [])) for t in trials},
                            labels={t.trial_id: self.labels[t.trial_id] for t in trials if t.trial_id in self.labels})
 

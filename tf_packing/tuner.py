@@ -111,6 +111,11 @@ class Tuner:
         Seed of sampling, packing, data order and each trial's initial weights.
     progress : bool, default=True
         Show a tqdm bar over trial-epochs.
+    keep_best_epoch : bool, default=False
+        Keras Tuner's scoring: every epoch is scored, a trial ranks by its best epoch in each rung, and leaves
+        the rung with that epoch's weights and optimizer state (so a promoted trial continues from them, and
+        ``get_best_models`` returns them). Default: the score at each rung's end, the state it ended in.
+        With a search resumed mid-rung, the best epoch is taken over the epochs trained since the resume.
     spark : SparkSession or SparkContext, optional
         Train each rung's packs as Spark tasks on the cluster's executors, one pack per task slot
         (``spark.task.cpus`` cores, and ``spark.task.resource.gpu.amount`` GPUs where executors
@@ -158,7 +163,8 @@ class Tuner:
                  max_epochs: int = 81, factor: int = 3, hyperparameters=None, directory=None,
                  project_name="tuner", overwrite=False, packing="knn", early_kill=None, target=None,
                  memory_capacity=None, distance_threshold=None, group_size=4, max_group=8,
-                 batch_size_key="batch_size", default_batch_size=32, seed=0, progress=True, spark=None):
+                 batch_size_key="batch_size", default_batch_size=32, seed=0, progress=True, spark=None,
+                 keep_best_epoch=False):
         self.hypermodel = hypermodel
         self.search_space = search_space
         self.objective = objective_of(objective)
@@ -180,6 +186,7 @@ class Tuner:
         self.seed = seed
         self.progress = progress
         self.spark = spark
+        self.keep_best_epoch = keep_best_epoch
         self._validate()
         self._build_fn = hypermodel.build if hasattr(hypermodel, "build") and not isinstance(
             hypermodel, keras.Model) else hypermodel
@@ -194,9 +201,10 @@ class Tuner:
                                           "search_space": self.oracle_.space.describe()})
         self.groups_, self.executors_, self.oom_splits_, self.search_time_ = [], [], 0, 0.0
         self._ckpts, self._bytes = {}, {}
-        self._keeper = Scorekeeper(self.objective, max_epochs, clock=None, early_kill=early_kill, target=target)
+        self._keeper = Scorekeeper(self.objective, max_epochs, clock=None, early_kill=early_kill, target=target,
+                                   best_epoch=keep_best_epoch)
         self._training = PackTraining(self._build_fn, self.oracle_.space, seed, self.objective.name,
-                                      batch_size_key, default_batch_size)
+                                      batch_size_key, default_batch_size, keep_best_epoch=keep_best_epoch)
         self._progress = self._resumed = None
         if self._project.path is not None:
             self._progress = self._training.progress = RungProgress(self._project.path / "partial")
@@ -287,7 +295,8 @@ class Tuner:
         training = self._training
         training.callbacks = list(callbacks or [])
         training.fallback_batch_size = batch_size or self.default_batch_size
-        training.every_epoch = self.early_kill is not None or self.target is not None or bool(training.callbacks)
+        training.every_epoch = (self.early_kill is not None or self.target is not None or bool(training.callbacks)
+                                or self.keep_best_epoch)
         previous = self.search_time_
         self._start = time.perf_counter() - previous
         self._wall_start = time.time() - previous
@@ -391,9 +400,8 @@ class Tuner:
             self._ckpts[trial.trial_id] = progress.checkpoint
             self._keeper.curves.setdefault(trial.trial_id, []).extend(progress.scores)
             self._keeper.trace.extend(progress.trace)
-            if progress.scores:
-                last = progress.scores[-1]
-                self._keeper.scores[trial.trial_id] = last if math.isfinite(last) else self.objective.worst
+            for score in progress.scores:
+                self._keeper.rank(trial.trial_id, score)
             if progress.killed:
                 self._keeper.killed.add(trial.trial_id)
             if progress.killed or progress.checkpoint.epochs_done >= rung.epochs:

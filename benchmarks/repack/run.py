@@ -150,7 +150,8 @@ def versus_keras_tuner(args) -> Path:
     meta["keras_tuner"] = importlib.metadata.version("keras-tuner") if "keras-tuner" in args.tuners else None
     seeds = []
     for index, seed in enumerate(args.seeds):
-        result = run_seed(seed, index, args.tuners, max_epochs=args.max_epochs, factor=args.factor, quiet=args.quiet)
+        result = run_seed(seed, index, args.tuners, max_epochs=args.max_epochs, factor=args.factor, quiet=args.quiet,
+                          keep_best_epoch=args.keep_best_epoch)
         runs = result["runs"]
         if len(runs) == 2:
             kt, ours = runs["keras-tuner"], runs["sparkrm"]
@@ -316,6 +317,9 @@ def parser() -> argparse.ArgumentParser:
                    help="seeds of split, sampling and weights, one run per tuner each (default 0,1,2)")
     k.add_argument("--tuners", type=_words, default=["keras-tuner", "sparkrm"],
                    help="comma list of keras-tuner,sparkrm (default both; ratios need both)")
+    k.add_argument("--keep-best-epoch", action="store_true",
+                   help="sparkrm's Tuner with keep_best_epoch=True: every epoch scored and each trial ranked by its "
+                        "best epoch in the rung, as Keras Tuner does (default: scored at rung ends)")
     k.add_argument("--quiet", action="store_true", help="no progress bars")
     k.set_defaults(func=versus_keras_tuner, seed=None, repeats=None)
 

@@ -140,3 +140,25 @@ def test_tuner_errors(tf_det, digits):
     with pytest.raises(ValueError, match="objective 'val_accuracy' is scored on validation data: pass "
                                          "validation_data"):
         Tuner(build, SPACE, max_epochs=3).search(*digits[:2])
+
+
+def test_keep_best_epoch_ranks_each_trial_by_its_best_epoch_in_the_rung_and_keeps_that_state(tf_det, digits):
+    """Keras Tuner's scoring: every epoch scored, the rung's best epoch ranks the trial and is the state it keeps."""
+    from tf_packing import Tuner
+    from tf_packing.checkpoint import load
+
+    x, y, xv, yv = digits
+    space = {"batch_size": [32], "learning_rate": [0.3, 1.0, 3.0], "optimizer": ["sgd", "adam"]}  # some diverge
+    tuner = Tuner(build, space, max_epochs=3, factor=3, seed=0, progress=False, keep_best_epoch=True)
+    tuner.search(x, y, validation_data=(xv, yv))
+    for trial in tuner.oracle_.trials_.values():
+        start = trial.scores[-2][0] if len(trial.scores) > 1 else 0
+        curve = tuner.curves_[trial.trial_id]
+        assert len(curve) == trial.epochs_done  # scored every epoch
+        assert trial.score == max(curve[start:trial.scores[-1][0]])
+    peaked = [t for t in tuner.oracle_.trials_.values() if max(tuner.curves_[t.trial_id]) > tuner.curves_[t.trial_id][-1]]
+    assert peaked  # a trial whose best epoch was not its last: it keeps the best one's weights
+    for trial in peaked:
+        model = load(tuner._build(trial), checkpoint=tuner._ckpts[trial.trial_id])
+        accuracy = np.mean(model.predict(xv, verbose=0).argmax(1) == yv)
+        assert accuracy == pytest.approx(trial.score)
