@@ -14,10 +14,13 @@ import numpy as np
 import pytest
 from pyspark import cloudpickle
 
-SPARK_SESSION = dict(master="local-cluster[2,1,1024]")
+from tests.helpers import eventually, executor_ids
+
 from . import conftest
 from .conftest import SMALL_SPACE as SPACE
 from .conftest import small_classifier as build
+
+SPARK_SESSION = dict(master="local-cluster[2,1,1024]")
 
 # build and the callback travel to the executors by value: the tests package is not installed there.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -67,6 +70,7 @@ def assert_same_search(local, remote):
 
 def test_packs_run_as_tasks_on_both_executors_and_find_what_the_local_search_finds(tf_det, spark, digits,
                                                                                      tmp_path):
+    eventually(lambda: len(executor_ids(spark)) == 2, timeout=120)  # the slots the packs are sized by
     local = search(digits, tmp_path / "local")
     remote = search(digits, tmp_path / "remote", spark=spark)
     assert_same_search(local, remote)
