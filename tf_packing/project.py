@@ -5,7 +5,8 @@ trial's curve, the elapsed search time and the settings the state belongs to)
 and ``checkpoints/trial_<id>.npz`` (the weights and optimizer state of every
 trial that may still train or be returned). Both are written at every rung end,
 each file atomically, so a search stopped at any point resumes from the last
-finished rung; the rung under way is trained again from its start.
+finished rung; inside the rung under way, each trial resumes from the last epoch
+it finished (``partial/``, see :mod:`tf_packing.rung_progress`).
 
 A project written under other settings (another ``max_epochs``, ``factor``,
 objective or seed), by another ``build_fn`` or over another search space is not

@@ -79,7 +79,8 @@ class Tuner:
         with those ``build_fn`` registers; as in Keras Tuner.
     directory, project_name : str, optional
         Where the search keeps its state: a later ``search`` with the same
-        folder resumes from the last finished rung. Default: in memory only.
+        folder resumes each trial from the last epoch it finished (inside the
+        rung under way too). Default: in memory only.
         A folder holding another search is refused with ``ValueError``: one
         written under another ``max_epochs``, ``factor``, objective or seed,
         by another ``build_fn`` (module and qualified name, and its source when
