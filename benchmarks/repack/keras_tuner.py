@@ -98,19 +98,18 @@ def run_sparkrm(build_fn, train, validation, *, max_epochs: int, factor: int, se
 
 
 def run_seed(seed: int, index: int, tuners=TUNERS, *, max_epochs: int = 27, factor: int = 3,
-             quiet: bool = False, keep_best_epoch: bool = False) -> dict:
-    """Every tuner of ``tuners`` on the digits split of ``seed``; keras-tuner first when ``index`` is even.
+             quiet: bool = False, keep_best_epoch: bool = False, problem: str = "digits") -> dict:
+    """Every tuner of ``tuners`` on ``problem``'s split of ``seed``; keras-tuner first when ``index`` is even.
 
     Returns ``{"seed", "order", "runs": {tuner: record}}``.
     """
     import keras
 
-    from tf_packing import load_digits
-
     from .models import hp_build_fn
+    from .problems import load
 
-    (x, y), (xv, yv) = load_digits(seed=seed)
-    build_fn = hp_build_fn(x.shape[1:])
+    (x, y), (xv, yv), n_classes = load(problem, seed)
+    build_fn = hp_build_fn(x.shape[1:], n_classes)
     order = [t for t in (TUNERS if index % 2 == 0 else TUNERS[::-1]) if t in tuners]
     runs = {}
     for name in order:

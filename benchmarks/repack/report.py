@@ -121,7 +121,8 @@ def _keras_tuner_report(data: dict) -> tuple:
     lines = _header(meta, "Repack: Keras Tuner's Hyperband against sparkrm's pack-aware Tuner")
     lines += [f"Hyperband R={conf['max_epochs']}, eta={conf['factor']}, one iteration, objective val_accuracy; "
               f"Keras Tuner {meta.get('keras_tuner') or 'not run'}. Both tuners build from the same "
-              "`build_fn(hp)` (benchmarks/repack/models.py `hp_build_fn`) on the same digits split per seed; "
+              f"`build_fn(hp)` (benchmarks/repack/models.py `hp_build_fn`) on the same {conf.get('problem', 'digits')} "
+              "split per seed (benchmarks/repack/problems.py); "
               "the order alternates by seed. Equal-accuracy level = the lower of the two bests; time to level = "
               "seconds from the start of the search to the first validation score at or above it; speed-up = "
               "Keras Tuner's time / sparkrm's. Wall ratio = Keras Tuner's whole search / sparkrm's.", ""]

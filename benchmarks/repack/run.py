@@ -32,6 +32,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from benchmarks.common import RESULTS_DIR, add_master_option, interval, run_metadata, spread, write_json  # noqa: E402
 
+from .problems import PROBLEMS  # noqa: E402
 from .report import render  # noqa: E402
 
 OUT_DIR = RESULTS_DIR / "repack"
@@ -151,7 +152,7 @@ def versus_keras_tuner(args) -> Path:
     seeds = []
     for index, seed in enumerate(args.seeds):
         result = run_seed(seed, index, args.tuners, max_epochs=args.max_epochs, factor=args.factor, quiet=args.quiet,
-                          keep_best_epoch=args.keep_best_epoch)
+                          keep_best_epoch=args.keep_best_epoch, problem=args.problem)
         runs = result["runs"]
         if len(runs) == 2:
             kt, ours = runs["keras-tuner"], runs["sparkrm"]
@@ -317,6 +318,8 @@ def parser() -> argparse.ArgumentParser:
                    help="seeds of split, sampling and weights, one run per tuner each (default 0,1,2)")
     k.add_argument("--tuners", type=_words, default=["keras-tuner", "sparkrm"],
                    help="comma list of keras-tuner,sparkrm (default both; ratios need both)")
+    k.add_argument("--problem", choices=PROBLEMS, default="digits",
+                   help="the data both tuners search on (problems.py; default digits)")
     k.add_argument("--keep-best-epoch", action="store_true",
                    help="sparkrm's Tuner with keep_best_epoch=True: every epoch scored and each trial ranked by its "
                         "best epoch in the rung, as Keras Tuner does (default: scored at rung ends)")
