@@ -57,6 +57,7 @@ SLOW_MODULES = {  # paths under tests/
     "rotary/test_arbiter.py": 127,
     "advisor/test_telemetry_runs.py": 122,
     "spark_plugin/test_standalone.py": 117,
+    "tf_packing/test_tuner_on_executors.py": 100,
     "tf_packing/test_profiler.py": 115,
     "spark_plugin/test_telemetry.py": 84,
 }
