@@ -399,6 +399,8 @@ class Tuner:
             if progress is None:
                 continue
             self._ckpts[trial.trial_id] = progress.checkpoint
+            if self._executors is not None:  # the executors read this checkpoint, not the rung's start
+                self._executors.shared.pop(trial.trial_id, None)
             self._keeper.curves.setdefault(trial.trial_id, []).extend(progress.scores)
             self._keeper.trace.extend(progress.trace)
             for score in progress.scores:
