@@ -159,7 +159,11 @@ def free(model, device: str | None = None, *, epochs_done: int = 0, losses=()) -
 
 
 def save(checkpoint: MemberCheckpoint, path) -> None:
-    """Write ``checkpoint`` to ``path`` (``.npz``), atomically: a crash leaves the old file or the new one."""
+    """Write ``checkpoint`` to ``path`` (``.npz``), atomically: a crash leaves the old file or the new one.
+
+    The temporary file is this process's own, so two processes writing the same checkpoint (a retried or
+    speculative Spark task beside the attempt it replaces) each replace the file whole.
+    """
     import json
     import os
 
@@ -170,7 +174,7 @@ def save(checkpoint: MemberCheckpoint, path) -> None:
     meta = {"weights": len(checkpoint.weights), "optimizer_variables": len(checkpoint.optimizer_variables),
             "random_states": len(checkpoint.random_states),
             "epochs_done": checkpoint.epochs_done, "losses": [float(v) for v in checkpoint.losses]}
-    tmp = f"{path}.tmp.npz"
+    tmp = f"{path}.{os.getpid()}.tmp.npz"
     np.savez(tmp, meta=np.array(json.dumps(meta)), **arrays)
     os.replace(tmp, path)
 

@@ -219,11 +219,8 @@ def _train_order(order: PackOrder) -> PackOutcome:
     except TargetReached:
         trained = {}  # the search ends here, as it does in the tuner's own process
     for trial_id, checkpoint in trained.items():
-        path = order.outputs[trial_id]
-        tmp = f"{path}.{os.getpid()}.tmp.npz"
-        save(checkpoint, tmp)
-        os.replace(tmp, path)  # a retried or speculative attempt replaces it whole
-        written[trial_id] = path
+        save(checkpoint, order.outputs[trial_id])  # a retried or speculative attempt replaces it whole
+        written[trial_id] = order.outputs[trial_id]
     keeper.clock = None  # a lambda over this task's state does not travel back
     return PackOutcome(order.trials, keeper, written, splits, order.training.space, executor_id())
 
