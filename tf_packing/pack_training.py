@@ -49,12 +49,12 @@ class _EpochProgress(keras.callbacks.Callback):
     def __init__(self, progress: RungProgress, keeper, trial, member):
         super().__init__()
         self.progress, self.keeper, self.trial, self.member = progress, keeper, trial, member
-        self.curve_start = len(keeper.curves[trial.trial_id])
+        self.curve_start, self.trace_start = len(keeper.curves[trial.trial_id]), len(keeper.trace)
 
     def on_epoch_end(self, epoch, logs=None):
         trial_id = self.trial.trial_id
         scores = self.keeper.curves[trial_id][self.curve_start:]
-        rows = [row for row in self.keeper.trace if row[1] == trial_id][-len(scores):] if scores else []
+        rows = [row for row in self.keeper.trace[self.trace_start:] if row[1] == trial_id]  # one per score
         self.progress.write(trial_id, free(self.model, epochs_done=epoch + 1, losses=self.member.losses), scores,
                             rows, trial_id in self.keeper.killed)
 
