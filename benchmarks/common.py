@@ -40,13 +40,16 @@ def cluster_label(conf: dict, executor_cores: int = 1) -> str:
 
 def benchmark_session(args, features, *, conf: dict, executor_cores: int = 1, app_name: str = "sparkrm-benchmark"):
     """A benchmark's session: on ``args.master`` with the settings it needs (see
-    :func:`benchmarks.cluster.conf_for_master`), else on its own local-cluster of ``args.executors``."""
+    :func:`benchmarks.cluster.conf_for_master`), else on its own local-cluster of ``args.executors``.
+
+    ``conf`` wins over the cluster's settings, so a benchmark may take fewer of its executors
+    (``spark.cores.max``)."""
     import spark_plugin
     from benchmarks.cluster import conf_for_master
 
     master = getattr(args, "master", None)
     return spark_plugin.session(master or local_cluster_url(args.executors, executor_cores), features,
-                                app_name=app_name, conf={**conf, **conf_for_master(master)})
+                                app_name=app_name, conf={**conf_for_master(master), **conf})
 
 
 def git_sha() -> str:

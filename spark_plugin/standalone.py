@@ -27,7 +27,8 @@ from .errors import SparkrmError
 _UI_BOUND = re.compile(r"Bound MasterWebUI to \S+, and started at https?://[^\s:/]+:(\d+)")
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on the loopback address that nothing listens on now."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -87,7 +88,7 @@ class StandaloneCluster:
                                              for i in range(workers)]
         self.hosts = [h.address for h in self.worker_hosts]
         self.master_host = master_host
-        self.port, self.ui_port = _free_port(), _free_port()
+        self.port, self.ui_port = free_port(), free_port()
         self.url = f"spark://{master_host}:{self.port}"
         self._procs: list[subprocess.Popen] = []
         self._dir, self._own_dir = directory, directory is None

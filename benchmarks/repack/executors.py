@@ -102,15 +102,15 @@ def _killer(session, seconds: float):
 
 def _session(executors: int, master: str | None):
     """A fresh application of ``executors`` one-core executors: on ``master``, else its own local-cluster."""
-    import spark_plugin
-    from benchmarks.cluster import conf_for_master
-    from benchmarks.common import local_cluster_url
+    from types import SimpleNamespace
 
-    conf = {"spark.ui.showConsoleProgress": "false", **conf_for_master(master)}
-    if master:
-        conf.update({"spark.cores.max": str(executors), "spark.executor.cores": "1"})
-    return spark_plugin.session(master or local_cluster_url(executors), None, app_name="sparkrm-tuner-executors",
-                                conf=conf)
+    from benchmarks.common import benchmark_session
+
+    conf = {"spark.ui.showConsoleProgress": "false"}
+    if master:  # fewer of the cluster's one-core executors than it offers
+        conf["spark.cores.max"] = str(executors)
+    return benchmark_session(SimpleNamespace(master=master, executors=executors), None, conf=conf,
+                             app_name="sparkrm-tuner-executors")
 
 
 def same_search(a: dict, b: dict, tolerance: float = 1e-4) -> bool | None:

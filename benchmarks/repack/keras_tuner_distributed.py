@@ -19,12 +19,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from spark_plugin.standalone import free_port
 
 from .keras_tuner import MISSING, OBJECTIVE, _hypermodel, available
 
@@ -36,7 +37,7 @@ def run(seed: int, workers: int, *, max_epochs: int, factor: int) -> dict:
     cores = sorted(os.sched_getaffinity(0))
     with tempfile.TemporaryDirectory(prefix="keras-tuner-distributed-") as directory:
         result = Path(directory) / "result.json"
-        env = {**os.environ, "KERASTUNER_ORACLE_IP": "127.0.0.1", "KERASTUNER_ORACLE_PORT": str(_free_port()),
+        env = {**os.environ, "KERASTUNER_ORACLE_IP": "127.0.0.1", "KERASTUNER_ORACLE_PORT": str(free_port()),
                "TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
         command = [sys.executable, "-m", __name__, "--seed", str(seed), "--max-epochs", str(max_epochs),
                    "--factor", str(factor), "--directory", directory]
@@ -59,12 +60,6 @@ def run(seed: int, workers: int, *, max_epochs: int, factor: int) -> dict:
 
 def _pin(core: int):
     return lambda: os.sched_setaffinity(0, {core})
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _score_log(path):

@@ -136,6 +136,12 @@ def time_to(trace, level) -> float | None:
     return next((t for t, score in trace if score >= level - 1e-9), None)
 
 
+def summary(values) -> dict | None:
+    """Spread and 95% interval of the values over seeds, leaving out the seeds without one (None)."""
+    values = [v for v in values if v is not None]
+    return {**spread(values), **interval(values)} if values else None
+
+
 def versus_keras_tuner(args) -> Path:
     from .keras_tuner import MISSING, TUNERS, available, run_seed
 
@@ -165,10 +171,6 @@ def versus_keras_tuner(args) -> Path:
             print(f"seed {seed}: both reach {level:.4f}: keras-tuner {after[0]}, sparkrm {after[1]}; whole runs "
                   f"{result['wall_ratio']:.2f}x", file=sys.stderr)
         seeds.append(result)
-
-    def summary(values):
-        values = [v for v in values if v is not None]
-        return {**spread(values), **interval(values)} if values else None
 
     path = output(meta, args.name or "keras-tuner", args.out)
     write_json(path, {"meta": meta, "kind": "keras-tuner", "tuners": args.tuners, "seeds": seeds, "summary": {
@@ -241,10 +243,6 @@ def on_executors(args) -> Path:
                       "ratio_to_level": {arm: t_arm / t_base if t_base and t_arm else None
                                          for arm, (t_base, t_arm) in to_level.items()},
                       "same_as_first": {arm: same_search(base, r) for arm, r in runs.items()}})
-
-    def summary(values):
-        values = [v for v in values if v is not None]
-        return {**spread(values), **interval(values)} if values else None
 
     path = output(meta, args.name or "executors", args.out)
     write_json(path, {"meta": meta, "kind": "executors", "arms": args.arms, "seeds": seeds, "summary": {

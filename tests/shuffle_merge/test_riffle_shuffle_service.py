@@ -4,12 +4,11 @@ Dynamic allocation releases idle executors; the shuffle service, started in the 
 would start it, keeps serving their files, merged ones included. Both executors share one worker (one host).
 """
 
-import socket
-
 import pytest
 
 import spark_plugin
 from benchmarks.common import stop_and_clean
+from spark_plugin.standalone import free_port
 from tests.helpers import eventually, executor_ids
 from tests.conftest import ini_spark_options
 from tests.shuffle_merge.conftest import shuffle_files
@@ -23,12 +22,6 @@ CONF = {**RIFFLE_CONF, "spark.executor.cores": "1", "spark.executor.memory": "64
         "spark.dynamicAllocation.enabled": "true", "spark.dynamicAllocation.executorIdleTimeout": "1s",
         "spark.dynamicAllocation.initialExecutors": "2", "spark.dynamicAllocation.minExecutors": "0",
         "spark.dynamicAllocation.maxExecutors": "2"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_shuffle_service(conf: dict) -> None:
