@@ -10,6 +10,7 @@ from benchmarks.common import (cluster_label, interval, markdown_table, pyplot, 
                                write_markdown)
 
 KINDS = ("light", "medium", "heavy")
+WORST = 5  # the worst jobs averaged in "worst 5 progress"
 
 
 def write_time_to_accuracy_report(json_path: Path) -> Path:
@@ -52,7 +53,19 @@ def summarize(records: list[dict]) -> dict:
     out["avg_waiting_s"] = statistics.mean(r["waiting_vs_alone_s"] for r in records) if records else 0.0
     out["avg_true_accuracy"] = statistics.mean(r["true_accuracy"] for r in records) if records else 0.0
     out["memory_waits"] = sum(r.get("memory_waits", 0) for r in records)
+    progress = sorted(job_progress(r) for r in records)
+    out["worst_progress"] = progress[0] if progress else 0.0
+    out[f"worst{WORST}_progress"] = statistics.fmean(progress[:WORST]) if progress else 0.0
+    out["never_ran"] = sum(r["epochs"] == 0 for r in records)
     return out
+
+
+def job_progress(record: dict) -> float:
+    """How far a job got toward its criterion by its end: 1 if attained, else its estimate over its threshold
+    (a job that misses ends at its deadline, so this is its progress by then)."""
+    if record["status"] == "attained":
+        return 1.0
+    return min(1.0, record["estimate"] / record["threshold"]) if record["threshold"] else record["estimate"]
 
 
 def attainable_alone(jobs: list[dict], alone: dict) -> dict:
@@ -76,9 +89,8 @@ def write_workload_report(json_path: Path) -> Path:
     policies = sorted(runs[seeds[0]], key=lambda name: runs[seeds[0]][name].get("position", 0))
     per_seed = {name: [summarize(runs[seed][name]["records"]) for seed in seeds] for name in policies}
 
-    def mean_interval(name, key):
-        iv = interval([float(s[key]) for s in per_seed[name]])
-        return f"{iv['mean']:.1f}" + ("" if iv["low"] is None else f" [{iv['low']:.1f}, {iv['high']:.1f}]")
+    def mean_interval(name, key, digits=1):
+        return _mean_interval([float(s[key]) for s in per_seed[name]], digits)
 
     rows = []
     for name in policies:
@@ -110,6 +122,12 @@ def write_workload_report(json_path: Path) -> Path:
         "the most estimated memory granted at once. Epochs over their cores: job epochs whose tasks ran more "
         "at once than the cores granted (task records, all seeds).", "",
         "Per seed (jobs attained):", "", markdown_table(["policy"] + [f"seed {s}" for s in seeds], seed_rows), "",
+        "The worst-served jobs, mean over seeds with its 95% t-interval. A job's progress is 1 if it attained, "
+        "else its estimate over its threshold when it ended (at its deadline):", "",
+        markdown_table(["policy", "worst job's progress", f"worst {WORST} jobs' progress", "jobs never run"],
+                       [[name, mean_interval(name, "worst_progress", 2), mean_interval(name, f"worst{WORST}_progress", 2),
+                         mean_interval(name, "never_ran")] for name in policies]), "",
+        *_maxmin_comparison(per_seed, seeds),
         "Jobs that meet their criterion before their deadline when run alone (light, medium, heavy):", "",
         markdown_table(["seed", "light", "medium", "heavy"], alone_rows), "",
         f"![attained jobs]({Path(json_path).with_suffix('.png').name})", ""]
@@ -125,6 +143,25 @@ def write_workload_report(json_path: Path) -> Path:
     ax.legend()
     save_figure(fig, Path(json_path).with_suffix(".png"), dpi=110)
     return write_markdown(json_path, md)
+
+
+def _mean_interval(values: list[float], digits: int) -> str:
+    iv = interval(values)
+    return f"{iv['mean']:.{digits}f}" + ("" if iv["low"] is None else f" [{iv['low']:.{digits}f}, {iv['high']:.{digits}f}]")
+
+
+def _maxmin_comparison(per_seed: dict, seeds: list) -> list[str]:
+    """Max-min against max-sum over the same utilities, per seed (empty unless both arms ran)."""
+    if not {"utility-min", "utility-sum"} <= set(per_seed):
+        return []
+    rows = []
+    for key, label, digits in (("worst_progress", "worst job's progress", 2),
+                               (f"worst{WORST}_progress", f"worst {WORST} jobs' progress", 2),
+                               ("never_ran", "jobs never run", 1), ("attained", "jobs attained", 1)):
+        diffs = [float(m[key] - s[key]) for m, s in zip(per_seed["utility-min"], per_seed["utility-sum"])]
+        rows.append([label, " ".join(f"{d:+.{digits}f}" for d in diffs), _mean_interval(diffs, digits)])
+    return ["Max-min minus max-sum (the same utilities), per seed and mean [95% interval]:", "",
+            markdown_table(["", "per seed", "mean [95% interval]"], rows), ""]
 
 
 def _half_width(summaries: list[dict], key: str) -> float:

@@ -182,7 +182,8 @@ class Arbiter:
                          if predictable else None)
         return JobView(job.spec.job_id, job.spec.arrival_s, job.spec.arrival_s + job.spec.deadline_s,
                        job.spec.threshold, job.memory, job.estimate, job.gains[-1] if job.gains else None,
-                       now_s=now, processing_s=job.processing_s, needed_s=needed, next_estimate=next_estimate)
+                       now_s=now, processing_s=job.processing_s, needed_s=needed, next_estimate=next_estimate,
+                       next_epoch_s=next_epoch_s)
 
     # -- one job's epoch (in its own thread) ------------------------------------------------------
     def _run_epoch(self, job: ActiveJob, start: float) -> None:

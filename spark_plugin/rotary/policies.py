@@ -25,6 +25,12 @@ by jobs still inside their epoch, and returns cores per job (absent or 0: paused
 * :class:`LAF`: one core per job, least estimated accuracy first.
 * :class:`ReLAQS`: CPU only; priority is the accuracy gained in the job's latest epoch (recent
   results only, no history); one core each by priority, then one extra each in that order.
+* :class:`UtilitySum` and :class:`UtilityMin` (VideoStorm's decision layer, seed 000): every job states
+  its utility for 0, 1 or 2 cores next epoch, the template ``progress - lateness / budget`` of
+  :class:`spark_plugin.utility.Utility` over the progress it is predicted to make and the lateness it is
+  predicted to have at its deadline (model-predictive over one epoch, corrected by the job's own running
+  ratio of actual to predicted demand); the allocator maximizes the total (max-sum) or the worst job's
+  utility (max-min).
 """
 
 from __future__ import annotations
@@ -33,7 +39,9 @@ import math
 import random
 from dataclasses import dataclass
 
-from ..utility import Claim, allocate, by_priority
+import numpy as np
+
+from ..utility import Claim, DemandCorrection, Utility, allocate, by_priority, predicted_lag
 
 
 @dataclass(frozen=True)
@@ -49,6 +57,7 @@ class JobView:
     processing_s: float = 0.0  # runtime the job has had so far
     needed_s: float | None = None  # predicted runtime to meet its threshold (None: nothing to predict from)
     next_estimate: float | None = None  # predicted envelope accuracy after its next epoch (None: nothing to predict)
+    next_epoch_s: float = 0.0  # how long its next epoch lasts if granted (the arbiter's epoch, or a multiple)
 
     @property
     def slack_s(self) -> float | None:
@@ -96,9 +105,7 @@ class Rotary(Policy):
     def phi_hat(self, job: JobView) -> float:
         """Predicted progress toward the criterion at the end of the job's next epoch (0 with nothing
         to predict from)."""
-        if job.next_estimate is None:
-            return 0.0
-        return min(1.0, job.next_estimate / job.threshold) if job.threshold else job.next_estimate
+        return 0.0 if job.next_estimate is None else _progress(job, job.next_estimate)
 
 
 class RotaryDeadline(Rotary):
@@ -171,11 +178,98 @@ class ReLAQS(Policy):
         return self._grant(ordered, cores, memory, extra=ordered)
 
 
+class UtilitySum(Policy):
+    """Cores by VideoStorm's utility of each job's predicted progress and lateness, max-sum.
+
+    A job's utility with ``u`` cores next epoch is ``Q(u) - L(u) / budget`` (the template
+    ``Utility(max_lag_s=0, alpha_lag=1 / budget)``, budget = deadline - arrival), with
+
+    * ``Q(u)``: its progress toward the threshold (estimate / threshold, at most 1) after the epoch,
+      ``Q(0) + u * gain / mu``, where ``gain`` is what the progress estimator predicts one core's epoch adds
+      (a job with nothing to predict from is taken to reach its threshold, so it is tried once);
+    * ``L(u)``: the lateness it is predicted to have at its deadline after the epoch, model-predictive over
+      one epoch (:func:`spark_plugin.utility.predicted_lag`): a job needs one core to keep its predicted
+      finish, falls one epoch further behind without one and catches up with two. Zero while it is
+      predicted to finish in time, so waiting costs a job with slack nothing;
+    * ``mu``: the job's running ratio of actual to predicted demand (:class:`DemandCorrection`), from
+      the progress its epochs were predicted to make against what they made: a job whose epochs add
+      half what was predicted needs twice the cores the model says.
+
+    Lateness weighs each job's by its own budget, so a job a whole budget late costs as much as a
+    job's whole progress.
+    """
+
+    name = "utility-sum"
+    objective = "sum"
+    max_cores = 2
+
+    def __init__(self):
+        self._demand: dict[str, DemandCorrection] = {}
+        self._predicted: dict[str, tuple[float, float]] = {}  # job -> (progress when granted, predicted gain)
+
+    def allocate(self, jobs, cores, memory):
+        for job in jobs:
+            self._correct(job)
+        claims = [Claim(j.job_id, self.utilities(j), max_units=self.max_cores, memory=j.memory) for j in jobs]
+        grant = {job: n for job, n in allocate(claims, cores, objective=self.objective, memory=memory).items() if n}
+        for job in jobs:
+            if job.job_id in grant:
+                self._predicted[job.job_id] = (_progress(job, job.estimate), grant[job.job_id] * self._gain(job))
+        return grant
+
+    def utilities(self, job: JobView) -> list[float]:
+        """The job's utility with 0, 1, ... ``max_cores`` cores next epoch."""
+        mu = self.mu(job.job_id)
+        cores = np.arange(self.max_cores + 1)
+        progress = np.minimum(1.0, _progress(job, job.estimate) + cores * self._gain(job) / mu)
+        slack = job.slack_s
+        late = (np.zeros(cores.shape) if slack is None or math.isinf(slack)
+                else predicted_lag(-slack, job.next_epoch_s, cores, demand=1.0, mu=mu))
+        budget = max(job.deadline_s - job.arrival_s, 1e-9) if job.deadline_s is not None else math.inf
+        template = Utility(max_lag_s=0.0, alpha_lag=0.0 if math.isinf(budget) else 1.0 / budget)
+        return [float(u) for u in template(progress, late)]
+
+    def mu(self, job_id: str) -> float:
+        """The job's demand correction: 1.0 until one of its epochs has been measured."""
+        return self._demand[job_id].mu if job_id in self._demand else 1.0
+
+    def _gain(self, job: JobView) -> float:
+        now = _progress(job, job.estimate)
+        if job.next_estimate is None:
+            return 1.0 - now  # nothing to predict from: optimistic, so the job is tried
+        return max(0.0, _progress(job, job.next_estimate) - now)
+
+    def _correct(self, job: JobView) -> None:
+        """Compares the progress the job's last granted epoch made with what was predicted."""
+        if job.job_id not in self._predicted:
+            return
+        before, predicted = self._predicted.pop(job.job_id)
+        made = _progress(job, job.estimate) - before
+        if predicted <= 0 or _progress(job, job.estimate) >= 1.0:
+            return  # nothing was predicted, or the cap at the threshold hides what the epoch could add
+        # Demand is cores per unit of progress: actual / predicted = predicted gain / actual gain (<= 4x).
+        self._demand.setdefault(job.job_id, DemandCorrection()).update(
+            actual=1.0 / max(made, predicted / 4), predicted=1.0 / predicted)
+
+
+class UtilityMin(UtilitySum):
+    """:class:`UtilitySum`'s utilities, max-min: the job of lowest utility is served first."""
+
+    name = "utility-min"
+    objective = "min"
+
+
+def _progress(job: JobView, estimate: float) -> float:
+    """An envelope estimate as progress toward the job's threshold (at most 1)."""
+    return min(1.0, estimate / job.threshold) if job.threshold else estimate
+
+
 def _deadline(job: JobView) -> float:
     return job.deadline_s if job.deadline_s is not None else math.inf
 
 
-POLICIES = {p.name: p for p in (Rotary, RotaryDeadline, RoundRobin, EDF, LAF, ReLAQS, RotaryRandom)}
+POLICIES = {p.name: p for p in (Rotary, RotaryDeadline, RoundRobin, EDF, LAF, ReLAQS, RotaryRandom, UtilitySum,
+                                UtilityMin)}
 
 
 def make(name: str) -> Policy:

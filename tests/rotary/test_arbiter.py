@@ -32,7 +32,7 @@ def _workload():
             WorkloadJob("c", 5, "medium", 0.9, 60.0, 0.0)]
 
 
-@pytest.mark.parametrize("name", ["rotary", "rr"])
+@pytest.mark.parametrize("name", ["rotary", "rr", "utility-min"])
 def test_every_job_ends_and_each_epoch_runs_with_its_granted_cores(spark, data, tmp_path, name):
     tm = spark_plugin.telemetry(spark)
     mark = tm.mark()

@@ -200,6 +200,48 @@ def test_the_random_estimator_ablation_is_seeded_and_keeps_algorithm_4():
     assert grants[0] == grants[1] and sum(grants[0].values()) == 5 and len(grants[0]) == 5
 
 
+def _valued(job_id, estimate, next_estimate, needed_s, deadline_s=100.0, memory=1.0):
+    """A job at 50 s of a 100 s budget (10 s processed), threshold 0.8, next epoch 5 s."""
+    return JobView(job_id, 0.0, deadline_s, 0.8, memory=memory, estimate=estimate, recent_gain=None, now_s=50,
+                   processing_s=10, needed_s=needed_s, next_estimate=next_estimate, next_epoch_s=5.0)
+
+
+def test_a_jobs_utility_is_its_predicted_progress_less_its_predicted_lateness_per_budget():
+    policy = policies.make("utility-sum")
+    on_time = _valued("on-time", estimate=0.4, next_estimate=0.56, needed_s=30)  # slack 30 s, gains 0.2 per core
+    assert policy.utilities(on_time) == pytest.approx([0.5, 0.7, 0.9])  # waiting one epoch costs no lateness
+    late = _valued("late", estimate=0.4, next_estimate=0.56, needed_s=80)  # 20 s late, 5 s more per idle epoch
+    assert policy.utilities(late) == pytest.approx([0.5 - 25 / 100, 0.7 - 20 / 100, 0.9 - 15 / 100])
+    assert policy.utilities(_valued("near", 0.72, 0.8, needed_s=30)) == pytest.approx([0.9, 1.0, 1.0])  # capped
+    cold = _valued("cold", estimate=0.0, next_estimate=None, needed_s=None)  # nothing to predict: tried once
+    assert policy.utilities(cold) == pytest.approx([0.0, 1.0, 1.0])
+
+
+def test_max_sum_serves_the_largest_gain_and_max_min_the_worst_job():
+    jobs = [_valued("gaining", estimate=0.4, next_estimate=0.64, needed_s=30),  # +0.3 per core, on time
+            _valued("late", estimate=0.4, next_estimate=0.48, needed_s=90)]  # +0.1 and 0.05 lateness per core
+    assert policies.make("utility-sum").allocate(jobs, cores=1, memory=10) == {"gaining": 1}
+    assert policies.make("utility-min").allocate(jobs, cores=1, memory=10) == {"late": 1}
+    assert policies.make("utility-sum").allocate(jobs, cores=3, memory=10) == {"gaining": 2, "late": 1}
+    assert policies.make("utility-min").allocate(jobs, cores=3, memory=10) == {"gaining": 1, "late": 2}
+    # memory still binds: the worst job does not fit, so max-min serves the other
+    assert policies.make("utility-min").allocate([jobs[0], replace(jobs[1], memory=50)], 1, 10) == {"gaining": 1}
+
+
+def test_a_job_whose_epochs_make_less_than_predicted_is_corrected_by_its_measured_demand():
+    policy = policies.make("utility-sum")
+    job = _valued("slow", estimate=0.4, next_estimate=0.56, needed_s=30)  # predicted +0.2 per core
+    assert policy.allocate([job], cores=1, memory=10) == {"slow": 1}
+    after = replace(job, estimate=0.44, next_estimate=0.6)  # made +0.05 of the predicted +0.2: 4x the demand
+    assert policy.mu("slow") == 1.0
+    policy.allocate([after], cores=1, memory=10)
+    assert policy.mu("slow") == pytest.approx(4.0)
+    assert policy.utilities(after) == pytest.approx([0.55, 0.6, 0.65])  # each core now adds 0.2 / 4
+    untouched = policies.make("utility-sum")
+    untouched.allocate([after], cores=1, memory=10)  # a job not granted before has nothing to compare
+    assert untouched.mu("slow") == 1.0
+
+
 def test_time_to_a_level_reads_the_fitted_curve_and_stops_at_the_whole_run():
     feats = {"query": "q06", "words": ["lineitem"], "batches": 20}
     history = History()
@@ -226,7 +268,8 @@ def test_baselines_order_by_their_own_rule():
 
 
 def test_unknown_policy_lists_the_known_ones():
-    with pytest.raises(ValueError, match="choose from rotary, rotary-deadline, rr, edf, laf, relaqs, rotary-random"):
+    with pytest.raises(ValueError, match="choose from rotary, rotary-deadline, rr, edf, laf, relaqs, rotary-random, "
+                                         "utility-sum, utility-min"):
         policies.make("fifo")
 
 
