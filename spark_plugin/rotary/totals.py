@@ -125,8 +125,9 @@ class RunningTotals:
         return self.groups * (16 * len(self.keys) + 24 * len(self.totals) + 8 * (len(self.totals) + len(self.pairs)))
 
     def _index(self, rows=slice(None)) -> pd.Index:
-        """The groups of ``rows`` as a pandas index (all groups: built once per change of groups)."""
-        whole = isinstance(rows, slice)
+        """The groups of ``rows`` as a pandas index (all groups: built once per change of groups; a part, such
+        as the new groups :meth:`_final_groups` computes, is never kept as the whole)."""
+        whole = isinstance(rows, slice) and rows == slice(None)
         if whole and self._group_index is not None:
             return self._group_index
         columns = [list(c) for c in self._keys[rows].T]
