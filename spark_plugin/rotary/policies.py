@@ -200,6 +200,7 @@ class UtilitySum(Policy):
     """
 
     name = "utility-sum"
+    uses_history = True  # its predictions come from the progress estimator, as rotary-deadline's do
     objective = "sum"
     max_cores = 2
 
