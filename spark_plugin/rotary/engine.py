@@ -201,7 +201,19 @@ class ProgressiveQuery:
             self._show(range(self.batches))  # they see whole tables
             self._cache_statics()
         self._show(batch_ids)
+        self._narrow_statics()
         return _pandas(self.spark.sql(self.spec.sql))  # through Arrow: a chunk can hold 10^5 groups
+
+    def _narrow_statics(self) -> None:
+        """Point the static views at their cached frames read no wider than this session's file scans.
+
+        A cached frame keeps the partitions of the query that computed it, which may have had more cores;
+        an arbiter that grants this job fewer narrows its scans (``spark.sql.files.maxPartitionNum``), and
+        without the same bound on the cache a scan of it is a stage wider than the grant, which a capped
+        pool can only run whole (the workload benchmark counted a third of all epochs over their cores)."""
+        widest = self.spark.conf.get("spark.sql.files.maxPartitionNum", None)
+        for (view, _), (_, frame) in zip(self.spec.statics, self._statics):
+            (frame.coalesce(int(widest)) if widest else frame).createOrReplaceTempView(view)
 
     def _show(self, batch_ids) -> None:
         """Point the sampled tables' views at batches ``batch_ids`` (the tables are opened once)."""

@@ -61,6 +61,25 @@ def test_every_job_ends_and_each_epoch_runs_with_its_granted_cores(spark, data, 
         assert max_concurrent_tasks(mine, on_executor=True) <= cores, f"{group}: more tasks at once than its cores"
 
 
+def test_a_static_view_cached_by_a_wider_query_is_read_no_wider_than_the_grant(spark, data, tmp_path):
+    """Q7's static views, cached by a query on the whole cluster first (as the workload benchmark's warm-up
+    does), are read by the arbiter's one-core epochs one task at a time, with the same answer."""
+    with rotary.ProgressiveQuery(spark, 7, data.data, BATCHES, data.seed) as wide:
+        wide.step()  # computes and caches the statics with the default parallelism
+        tm = spark_plugin.telemetry(spark)
+        mark = tm.mark()
+        arbiter = Arbiter(spark, data, policies.make("rr"), batches=BATCHES, cores=1, epoch_s=0.3,
+                          checkpoint_dir=tmp_path)
+        records = arbiter.run([WorkloadJob("q7", 7, "heavy", 0.999, 120.0, 0.0)])
+    assert records[0]["batches_done"] == BATCHES and records[0]["true_accuracy"] == 1.0
+    tasks = tm.records(since=mark)["task"]
+    epochs = [g for g in pc.unique(tasks["jobGroup"]).to_pylist() if g and g.startswith("rotary-")]
+    assert epochs
+    for group in epochs:
+        mine = tasks.filter(pc.equal(tasks["jobGroup"], group))
+        assert max_concurrent_tasks(mine, on_executor=True) == 1, f"{group}: more tasks at once than its core"
+
+
 def test_a_paused_job_resumes_from_its_checkpoint_where_it_stopped(spark, data, tmp_path):
     jobs = [WorkloadJob("x", 1, "light", 0.99, 60.0, 0.0), WorkloadJob("y", 6, "light", 0.99, 60.0, 0.0)]
     arbiter = Arbiter(spark, data, policies.make("rr"), batches=BATCHES, cores=1, epoch_s=0.1,
