@@ -44,8 +44,9 @@ def write_time_to_accuracy_report(json_path: Path) -> Path:
     return write_markdown(json_path, md)
 
 
-def summarize(records: list[dict]) -> dict:
-    """Attained per class, false attainments and waiting times of one policy's run."""
+def summarize(records: list[dict], batches: int, memory_bytes: float = float("inf")) -> dict:
+    """Attained per class, false attainments, waiting times and the worst-served jobs of one policy's run
+    (among the jobs that fit ``memory_bytes``, the budget: a larger one never runs under any policy)."""
     out = {f"attained_{k}": sum(r["status"] == "attained" for r in records if r["kind"] == k) for k in KINDS}
     out.update({f"jobs_{k}": sum(r["kind"] == k for r in records) for k in KINDS})
     out["attained"] = sum(r["status"] == "attained" for r in records)
@@ -53,10 +54,13 @@ def summarize(records: list[dict]) -> dict:
     out["avg_waiting_s"] = statistics.mean(r["waiting_vs_alone_s"] for r in records) if records else 0.0
     out["avg_true_accuracy"] = statistics.mean(r["true_accuracy"] for r in records) if records else 0.0
     out["memory_waits"] = sum(r.get("memory_waits", 0) for r in records)
-    progress = sorted(job_progress(r) for r in records)
+    runnable = [r for r in records if r["memory_bytes"] <= memory_bytes]
+    progress = sorted(job_progress(r) for r in runnable)
     out["worst_progress"] = progress[0] if progress else 0.0
     out[f"worst{WORST}_progress"] = statistics.fmean(progress[:WORST]) if progress else 0.0
-    out["never_ran"] = sum(r["epochs"] == 0 for r in records)
+    share = sorted(1.0 if r["status"] == "attained" else r["batches_done"] / batches for r in runnable)
+    out[f"worst{WORST}_batches"] = statistics.fmean(share[:WORST]) if share else 0.0
+    out["never_ran"] = sum(r["epochs"] == 0 for r in runnable)
     return out
 
 
@@ -87,7 +91,9 @@ def write_workload_report(json_path: Path) -> Path:
     conf, runs = data["meta"]["conf"], data["runs"]
     seeds = list(runs)
     policies = sorted(runs[seeds[0]], key=lambda name: runs[seeds[0]][name].get("position", 0))
-    per_seed = {name: [summarize(runs[seed][name]["records"]) for seed in seeds] for name in policies}
+    budget_bytes = conf["memory_mb"] * 1e6 if conf.get("memory_mb") else float("inf")
+    per_seed = {name: [summarize(runs[seed][name]["records"], conf["batches"], budget_bytes) for seed in seeds]
+                for name in policies}
 
     def mean_interval(name, key, digits=1):
         return _mean_interval([float(s[key]) for s in per_seed[name]], digits)
@@ -122,11 +128,16 @@ def write_workload_report(json_path: Path) -> Path:
         "the most estimated memory granted at once. Epochs over their cores: job epochs whose tasks ran more "
         "at once than the cores granted (task records, all seeds).", "",
         "Per seed (jobs attained):", "", markdown_table(["policy"] + [f"seed {s}" for s in seeds], seed_rows), "",
-        "The worst-served jobs, mean over seeds with its 95% t-interval. A job's progress is 1 if it attained, "
-        "else its estimate over its threshold when it ended (at its deadline):", "",
-        markdown_table(["policy", "worst job's progress", f"worst {WORST} jobs' progress", "jobs never run"],
+        "The worst-served jobs, mean over seeds with its 95% t-interval, among the jobs that fit the memory "
+        "budget (a larger one never runs). A job's progress is 1 if it attained, "
+        "else its estimate over its threshold when it ended (at its deadline; the envelope estimate is 0 until a "
+        f"few batches are in); its batches: 1 if it attained, else the fraction of its {conf['batches']} batches "
+        "it processed:", "",
+        markdown_table(["policy", "worst job's progress", f"worst {WORST} jobs' progress",
+                        f"worst {WORST} jobs' batches", "jobs never run"],
                        [[name, mean_interval(name, "worst_progress", 2), mean_interval(name, f"worst{WORST}_progress", 2),
-                         mean_interval(name, "never_ran")] for name in policies]), "",
+                         mean_interval(name, f"worst{WORST}_batches", 2), mean_interval(name, "never_ran")]
+                        for name in policies]), "",
         *_maxmin_comparison(per_seed, seeds),
         "Jobs that meet their criterion before their deadline when run alone (light, medium, heavy):", "",
         markdown_table(["seed", "light", "medium", "heavy"], alone_rows), "",
@@ -157,6 +168,7 @@ def _maxmin_comparison(per_seed: dict, seeds: list) -> list[str]:
     rows = []
     for key, label, digits in (("worst_progress", "worst job's progress", 2),
                                (f"worst{WORST}_progress", f"worst {WORST} jobs' progress", 2),
+                               (f"worst{WORST}_batches", f"worst {WORST} jobs' batches", 2),
                                ("never_ran", "jobs never run", 1), ("attained", "jobs attained", 1)):
         diffs = [float(m[key] - s[key]) for m, s in zip(per_seed["utility-min"], per_seed["utility-sum"])]
         rows.append([label, " ".join(f"{d:+.{digits}f}" for d in diffs), _mean_interval(diffs, digits)])

@@ -51,7 +51,8 @@ def test_time_to_accuracy_and_workload_reports(tmp_path, data, suspend_run):
                                 "--repeat", "1", *common, "--data", str(tmp_path / "tpch")],
                                stdout=subprocess.DEVNULL, stderr=stderr)
     try:
-        run = _bench("workload", "--jobs", "2", "--seeds", "0,1", "--policies", "rotary,edf", "--time-scale",
+        run = _bench("workload", "--jobs", "2", "--seeds", "0,1", "--policies", "rotary,utility-sum,utility-min",
+                     "--time-scale",
                      "0.01", "--epoch", "0.3", "--memory-mb", "100", *common, "--data", str(data))
     finally:
         tta_returncode = tta.wait(timeout=900)
@@ -66,11 +67,12 @@ def test_time_to_accuracy_and_workload_reports(tmp_path, data, suspend_run):
     [result] = tmp_path.glob("*.workload-*-100mb.json")
     runs = json.loads(result.read_text())["runs"]
     assert list(runs) == ["0", "1"]
-    assert [runs[seed]["rotary"]["position"] for seed in runs] == [0, 1]  # the order alternates
+    assert [runs[seed]["rotary"]["position"] for seed in runs] == [0, 2]  # the order alternates
     assert all(len(r["records"]) == 2 and r["wall_s"] > 0 and r["peak_memory_bytes"] <= 100e6
                and r["epochs_over_grant"] == [] for by_policy in runs.values() for r in by_policy.values())
     report = result.with_suffix(".md").read_text()
     assert "| rotary |" in report and "memory budget 100 MB" in report
+    assert "Max-min minus max-sum" in report and "| jobs attained |" in report
 
 
 def test_unknown_policy_is_refused(tmp_path):
