@@ -27,7 +27,10 @@ OBJECTIVE = "val_accuracy"
 
 
 def parse_arm(arm: str) -> tuple[str, int | None, bool]:
-    """``spark-2+kill`` -> ("spark", 2, True); ``keras-tuner-2`` -> ("keras-tuner", 2, False); ``local``."""
+    """``spark-2+kill`` -> ("spark", 2, True); ``keras-tuner-2`` -> ("keras-tuner", 2, False); ``local``.
+
+    A ``@label`` after an arm names a second run of it (``spark-2,spark-2@again``: the A/A comparison)."""
+    arm = arm.partition("@")[0]
     if arm == "local":
         return "local", None, False
     name, plus, suffix = arm.partition("+")

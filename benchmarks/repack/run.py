@@ -223,6 +223,8 @@ def on_executors(args) -> Path:
         kinds = {parse_arm(arm)[0] for arm in args.arms}
     except ValueError as e:
         sys.exit(f"executors: {e}")
+    if len(set(args.arms)) < len(args.arms):
+        sys.exit(f"executors: arms {args.arms} name one arm twice; run it again as ARM@label, e.g. spark-2@again")
     if "keras-tuner" in kinds and not available():
         sys.exit(MISSING)
     if args.seed is not None or args.repeats is not None:
@@ -343,7 +345,8 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--arms", type=_words, default=["spark-1", "spark-2", "local"],
                    help="comma list of spark-N (N one-core executors), spark-N+kill (one of them killed mid-search), "
                         "local (one process) and keras-tuner-N (Keras Tuner's chief and N one-core workers); the "
-                        "first is the baseline of the ratios (default spark-1,spark-2,local)")
+                        "first is the baseline of the ratios; ARM@label runs an arm again under another name "
+                        "(spark-2,spark-2@again: A/A) (default spark-1,spark-2,local)")
     e.add_argument("--max-epochs", type=int, default=27, help="Hyperband R (default 27)")
     e.add_argument("--factor", type=int, default=3, help="Hyperband eta (default 3)")
     e.add_argument("--seeds", type=_ints, default=[0, 1, 2], help="one run per arm each (default 0,1,2)")
