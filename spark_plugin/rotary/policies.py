@@ -30,7 +30,7 @@ by jobs still inside their epoch, and returns cores per job (absent or 0: paused
   :class:`spark_plugin.utility.Utility` over the progress it is predicted to make and the lateness it is
   predicted to have at its deadline (model-predictive over one epoch, corrected by the job's own running
   ratio of actual to predicted demand); the allocator maximizes the total (max-sum) or the worst job's
-  utility (max-min).
+  utility (max-min). :class:`ProgressSum` and :class:`ProgressMin` leave the lateness out.
 """
 
 from __future__ import annotations
@@ -196,13 +196,14 @@ class UtilitySum(Policy):
       half what was predicted needs twice the cores the model says.
 
     Lateness weighs each job's by its own budget, so a job a whole budget late costs as much as a
-    job's whole progress.
+    job's whole progress (``lag_weight`` 1; the ``-progress`` variants weigh it 0: progress alone).
     """
 
     name = "utility-sum"
     uses_history = True  # its predictions come from the progress estimator, as rotary-deadline's do
     objective = "sum"
     max_cores = 2
+    lag_weight = 1.0
 
     def __init__(self):
         self._demand: dict[str, DemandCorrection] = {}
@@ -227,7 +228,7 @@ class UtilitySum(Policy):
         late = (np.zeros(cores.shape) if slack is None or math.isinf(slack)
                 else predicted_lag(-slack, job.next_epoch_s, cores, demand=1.0, mu=mu))
         budget = max(job.deadline_s - job.arrival_s, 1e-9) if job.deadline_s is not None else math.inf
-        template = Utility(max_lag_s=0.0, alpha_lag=0.0 if math.isinf(budget) else 1.0 / budget)
+        template = Utility(max_lag_s=0.0, alpha_lag=0.0 if math.isinf(budget) else self.lag_weight / budget)
         return [float(u) for u in template(progress, late)]
 
     def mu(self, job_id: str) -> float:
@@ -260,6 +261,21 @@ class UtilityMin(UtilitySum):
     objective = "min"
 
 
+class ProgressSum(UtilitySum):
+    """:class:`UtilitySum` on progress alone, max-sum: the largest predicted progress per core first."""
+
+    name = "utility-sum-progress"
+    lag_weight = 0.0
+
+
+class ProgressMin(ProgressSum):
+    """:class:`UtilitySum` on progress alone, max-min: the job furthest from its threshold first, so that
+    the worst-served job is not the one predicted to be latest but the one least advanced."""
+
+    name = "utility-min-progress"
+    objective = "min"
+
+
 def _progress(job: JobView, estimate: float) -> float:
     """An envelope estimate as progress toward the job's threshold (at most 1)."""
     return min(1.0, estimate / job.threshold) if job.threshold else estimate
@@ -270,7 +286,7 @@ def _deadline(job: JobView) -> float:
 
 
 POLICIES = {p.name: p for p in (Rotary, RotaryDeadline, RoundRobin, EDF, LAF, ReLAQS, RotaryRandom, UtilitySum,
-                                UtilityMin)}
+                                UtilityMin, ProgressSum, ProgressMin)}
 
 
 def make(name: str) -> Policy:

@@ -228,6 +228,14 @@ def test_max_sum_serves_the_largest_gain_and_max_min_the_worst_job():
     assert policies.make("utility-min").allocate([jobs[0], replace(jobs[1], memory=50)], 1, 10) == {"gaining": 1}
 
 
+def test_on_progress_alone_max_min_serves_the_least_advanced_job_not_the_latest():
+    jobs = [_valued("advanced-but-late", estimate=0.56, next_estimate=0.64, needed_s=120),  # 0.7, 60 s late
+            _valued("behind-on-time", estimate=0.16, next_estimate=0.24, needed_s=30)]  # 0.2
+    assert policies.make("utility-min").allocate(jobs, cores=1, memory=10) == {"advanced-but-late": 1}
+    assert policies.make("utility-min-progress").allocate(jobs, cores=1, memory=10) == {"behind-on-time": 1}
+    assert policies.make("utility-sum-progress").utilities(jobs[0]) == pytest.approx([0.7, 0.8, 0.9])  # no lateness
+
+
 def test_a_job_whose_epochs_make_less_than_predicted_is_corrected_by_its_measured_demand():
     policy = policies.make("utility-sum")
     job = _valued("slow", estimate=0.4, next_estimate=0.56, needed_s=30)  # predicted +0.2 per core
@@ -269,7 +277,7 @@ def test_baselines_order_by_their_own_rule():
 
 def test_unknown_policy_lists_the_known_ones():
     with pytest.raises(ValueError, match="choose from rotary, rotary-deadline, rr, edf, laf, relaqs, rotary-random, "
-                                         "utility-sum, utility-min"):
+                                         "utility-sum, utility-min, utility-sum-progress, utility-min-progress"):
         policies.make("fifo")
 
 
