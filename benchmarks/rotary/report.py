@@ -162,18 +162,23 @@ def _mean_interval(values: list[float], digits: int) -> str:
 
 
 def _maxmin_comparison(per_seed: dict, seeds: list) -> list[str]:
-    """Max-min against max-sum over the same utilities, per seed (empty unless both arms ran)."""
-    if not {"utility-min", "utility-sum"} <= set(per_seed):
-        return []
-    rows = []
-    for key, label, digits in (("worst_progress", "worst job's progress", 2),
-                               (f"worst{WORST}_progress", f"worst {WORST} jobs' progress", 2),
-                               (f"worst{WORST}_batches", f"worst {WORST} jobs' batches", 2),
-                               ("never_ran", "jobs never run", 1), ("attained", "jobs attained", 1)):
-        diffs = [float(m[key] - s[key]) for m, s in zip(per_seed["utility-min"], per_seed["utility-sum"])]
-        rows.append([label, " ".join(f"{d:+.{digits}f}" for d in diffs), _mean_interval(diffs, digits)])
-    return ["Max-min minus max-sum (the same utilities), per seed and mean [95% interval]:", "",
-            markdown_table(["", "per seed", "mean [95% interval]"], rows), ""]
+    """Max-min against max-sum over the same utilities, per seed, for each such pair of policies that ran
+    (``utility-min`` and ``utility-sum``, ``utility-min-progress`` and ``utility-sum-progress``)."""
+    lines = []
+    for maxmin in [name for name in per_seed if name.startswith("utility-min")]:
+        maxsum = maxmin.replace("utility-min", "utility-sum")
+        if maxsum not in per_seed:
+            continue
+        rows = []
+        for key, label, digits in (("worst_progress", "worst job's progress", 2),
+                                   (f"worst{WORST}_progress", f"worst {WORST} jobs' progress", 2),
+                                   (f"worst{WORST}_batches", f"worst {WORST} jobs' batches", 2),
+                                   ("never_ran", "jobs never run", 1), ("attained", "jobs attained", 1)):
+            diffs = [float(m[key] - s[key]) for m, s in zip(per_seed[maxmin], per_seed[maxsum])]
+            rows.append([label, " ".join(f"{d:+.{digits}f}" for d in diffs), _mean_interval(diffs, digits)])
+        lines += [f"Max-min minus max-sum (`{maxmin}` minus `{maxsum}`, the same utilities), per seed and mean "
+                  "[95% interval]:", "", markdown_table(["", "per seed", "mean [95% interval]"], rows), ""]
+    return lines
 
 
 def _half_width(summaries: list[dict], key: str) -> float:

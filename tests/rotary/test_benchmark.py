@@ -72,7 +72,7 @@ def test_time_to_accuracy_and_workload_reports(tmp_path, data, suspend_run):
                and r["epochs_over_grant"] == [] for by_policy in runs.values() for r in by_policy.values())
     report = result.with_suffix(".md").read_text()
     assert "| rotary |" in report and "memory budget 100 MB" in report
-    assert "Max-min minus max-sum" in report and "| jobs attained |" in report
+    assert "Max-min minus max-sum (`utility-min` minus `utility-sum`" in report and "| jobs attained |" in report
 
 
 def test_unknown_policy_is_refused(tmp_path):
