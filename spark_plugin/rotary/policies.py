@@ -195,7 +195,7 @@ class UtilitySum(Policy):
       the progress its epochs were predicted to make against what they made: a job whose epochs add
       half what was predicted needs twice the cores the model says.
 
-    Lateness weighs each job's by its own budget, so a job a whole budget late costs as much as a
+    Lateness is weighed by the job's own budget, so a job a whole budget late costs as much as a
     job's whole progress (``lag_weight`` 1; the ``-progress`` variants weigh it 0: progress alone).
     """
 
