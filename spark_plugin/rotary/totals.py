@@ -61,7 +61,7 @@ class RunningTotals:
         """Fold in one batch's per-group partials (key columns plus one column per total)."""
         if ALL_ROWS_KEY not in partials and self.keys == [ALL_ROWS_KEY]:
             partials = partials.assign(**{ALL_ROWS_KEY: 0})
-        groups = list(zip(*(partials[k].tolist() for k in self.keys)))  # tolist: iterating a Series is slower
+        groups = _groups(partials, self.keys)
         known, row = self.groups, self._row
         rows = np.array([row.setdefault(g, len(row)) for g in groups], dtype=np.int64)  # a new group: the next row
         self._grow([g for g, r in zip(groups, rows) if r >= known])
@@ -107,7 +107,7 @@ class RunningTotals:
         if not set(self.keys) <= set(spec.columns):
             return  # the answer does not show every key: its rows cannot be traced back to groups
         top, _ = self.estimate(spec, max(1, self.batches_done), 0.95)
-        kept = sorted(self._row[g] for g in zip(*(top[k] for k in self.keys)))
+        kept = sorted(self._row[g] for g in _groups(top, self.keys))
         by_row = list(self._row)  # the dict's order is its rows' order
         self._row = {by_row[row]: i for i, row in enumerate(kept)}
         self._keys, self._exact, self._sums = self._keys[kept], self._exact[kept], self._sums[kept]
@@ -351,7 +351,7 @@ class RunningTotals:
         import pyarrow.parquet as pq
 
         frame = pq.read_table(path).to_pandas()
-        self._row = {g: i for i, g in enumerate(zip(*(frame[k] for k in self.keys)))}
+        self._row = {g: i for i, g in enumerate(_groups(frame, self.keys))}
         self._keys = _key_rows(list(self._row), len(self.keys))
         self._group_index, self._final = None, None
         self._exact = _numbers([frame[f"exact.{c}"] if c not in self.kinds else pd.Series(0, index=frame.index)
@@ -365,6 +365,18 @@ class RunningTotals:
         self._seen = (frame[seen].to_numpy(dtype=bool) if set(seen) <= set(frame)
                       else np.ones((len(frame), len(self.totals)), dtype=bool))  # written before NULLs were kept
         self.batches_done = batches_done
+
+
+def _groups(frame: pd.DataFrame, keys: list[str]) -> list[tuple]:
+    """Each row's group key, a NULL as None: pandas reads a NULL of a numeric column as NaN, which equals
+    nothing, not even another NaN, so each batch's NULL group would otherwise become a group of its own."""
+    columns = []
+    for k in keys:
+        column = frame[k]
+        nulls = column.isna()
+        columns.append(column.astype(object).where(~nulls, None).tolist() if nulls.any()
+                       else column.tolist())  # tolist: iterating a Series is slower
+    return list(zip(*columns))
 
 
 def _key_rows(groups: list[tuple], width: int) -> np.ndarray:

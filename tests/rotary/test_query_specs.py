@@ -240,6 +240,25 @@ def test_exact_groups_computed_in_two_snapshots_still_checkpoint_and_resume_ever
     assert resumed.estimate(spec, 2, 0.95)[0]["v"].tolist() == [Decimal(5), Decimal(9), Decimal(7)]
 
 
+def test_a_null_numeric_key_is_one_group_across_batches_and_a_checkpoint(tmp_path):
+    """pandas reads a NULL of a numeric key as NaN, which equals no other NaN: every batch's NULL rows must
+    still fold into one group, also after a save and load."""
+    from spark_plugin.rotary.totals import RunningTotals
+
+    spec = parse("-- @keys: o\n-- @output: o, v\nselect o, sum(x) as v from t group by o")
+    totals = RunningTotals(["o"], ["v"])
+    for _ in range(2):
+        totals.add(pd.DataFrame({"o": [1.0, np.nan], "v": [Decimal(1), Decimal(2)]}))
+    assert totals.groups == 2
+    totals.save(tmp_path / "totals.parquet")
+    resumed = RunningTotals(["o"], ["v"])
+    resumed.load(tmp_path / "totals.parquet", batches_done=2)
+    resumed.add(pd.DataFrame({"o": [np.nan], "v": [Decimal(2)]}))
+    assert resumed.groups == 2
+    answer = resumed.estimate(spec, 3, 0.95)[0]
+    assert answer["v"][answer["o"].isna()].tolist() == [Decimal(6)]
+
+
 @pytest.mark.parametrize("order", ["v desc, o", "v, o desc", "per desc, o", "per, o"])
 def test_a_limited_answer_over_many_groups_is_the_head_of_the_whole_ordering(order):
     from spark_plugin.rotary.totals import RunningTotals

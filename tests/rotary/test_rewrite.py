@@ -121,6 +121,8 @@ PROGRESSIVE = {
                        group by tag, city""",
     "null-keys": """select channel, sum(units) as units, count(distinct store) as stores from sales
                     group by channel order by channel nulls first""",
+    "null-numeric-keys": """select floor(amount / 50) as band, count(*) as n, sum(units) as units from sales
+                            group by floor(amount / 50)""",
     "parquet-path": """select units, avg(amount) from parquet.`{sales_path}` where amount > 10
                        group by units having count(*) > 10 order by units""",
 }
