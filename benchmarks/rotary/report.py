@@ -138,7 +138,7 @@ def write_workload_report(json_path: Path) -> Path:
                        [[name, mean_interval(name, "worst_progress", 2), mean_interval(name, f"worst{WORST}_progress", 2),
                          mean_interval(name, f"worst{WORST}_batches", 2), mean_interval(name, "never_ran")]
                         for name in policies]), "",
-        *_maxmin_comparison(per_seed, seeds),
+        *_maxmin_comparison(per_seed),
         "Jobs that meet their criterion before their deadline when run alone (light, medium, heavy):", "",
         markdown_table(["seed", "light", "medium", "heavy"], alone_rows), "",
         f"![attained jobs]({Path(json_path).with_suffix('.png').name})", ""]
@@ -161,7 +161,7 @@ def _mean_interval(values: list[float], digits: int) -> str:
     return f"{iv['mean']:.{digits}f}" + ("" if iv["low"] is None else f" [{iv['low']:.{digits}f}, {iv['high']:.{digits}f}]")
 
 
-def _maxmin_comparison(per_seed: dict, seeds: list) -> list[str]:
+def _maxmin_comparison(per_seed: dict) -> list[str]:
     """Max-min against max-sum over the same utilities, per seed, for each such pair of policies that ran
     (``utility-min`` and ``utility-sum``, ``utility-min-progress`` and ``utility-sum-progress``)."""
     lines = []

@@ -246,9 +246,10 @@ class UtilitySum(Policy):
         if job.job_id not in self._predicted:
             return
         before, predicted = self._predicted.pop(job.job_id)
-        made = _progress(job, job.estimate) - before
-        if predicted <= 0 or _progress(job, job.estimate) >= 1.0:
+        now = _progress(job, job.estimate)
+        if predicted <= 0 or now >= 1.0:
             return  # nothing was predicted, or the cap at the threshold hides what the epoch could add
+        made = now - before
         # Demand is cores per unit of progress: actual / predicted = predicted gain / actual gain (<= 4x).
         self._demand.setdefault(job.job_id, DemandCorrection()).update(
             actual=1.0 / max(made, predicted / 4), predicted=1.0 / predicted)
