@@ -1,11 +1,18 @@
 """Rotary-DLT's benchmark: ``python -m benchmarks.dlt [--seeds 0,1,2] [--jobs 20] [--arms ...]``.
 
-Each seed draws a workload (:mod:`.workload`: mixed models and criteria, Poisson arrivals) and every arm
-runs it on the same device (this machine's CPU), arms in an order rotated by seed. Before the arms, a
-history of past jobs is filled once (each model kind trained for ``--history-epochs`` epochs at each batch
-size), which the estimators of every arm read. The measure is the number of jobs attained (criterion met
-within budget) per arm and seed, with each arm's mean and 95% interval over seeds, and its paired
-difference from ``rotary-dlt`` per seed. Results go to ``benchmarks/results/dlt/`` (or ``--out``).
+Each seed draws a workload (:mod:`.workload`: mixed models and criteria, Poisson arrivals; ``--mix``
+deadlines or the thesis's) and every arm runs it on the same device (this machine's CPU), arms in an order
+rotated by seed. Before the arms, a history of past jobs is filled once (each model kind trained for
+``--history-epochs`` epochs at each batch size), which the estimators of every arm read.
+
+Measures (:mod:`.metrics`), per arm and seed, with each arm's mean and 95% interval over seeds: jobs
+attained (criterion met within budget); jobs attained by a quarter, half and three quarters of the time
+FIFO takes for the whole workload (without a FIFO arm, the fastest arm's; the same times for every arm of
+a seed); the worst job's attainment
+progress averaged over that time; the mean time to attain. The headline (``attained`` for the deadlines
+mix, ``attained by half`` for the thesis's, where every budget is in epochs) is also given as each
+Rotary-DLT arm's paired difference from each other arm. Results go to ``benchmarks/results/dlt/`` (or
+``--out``).
 """
 
 from __future__ import annotations
@@ -17,14 +24,20 @@ from pathlib import Path
 
 from benchmarks.common import interval, result_path, run_metadata, write_json
 
+from . import metrics
 from .report import write_report
-from .workload import KINDS, build, jobs
+from .workload import KINDS, MIXES, build, jobs
 
-ARMS = {  # name: (policy, pack)
-    "fifo": ("fifo", False), "edf": ("edf", False), "srtf": ("srtf", False), "fair": ("fair", False),
-    "rotary-dlt": ("rotary-dlt", False), "rotary-dlt+pack": ("rotary-dlt", True),
-    "rotary-dlt-deadline": ("rotary-dlt-deadline", False),
+ARMS = {  # name: (policy, pack, threshold T; None: --threshold)
+    "fifo": ("fifo", False, None), "edf": ("edf", False, None), "srtf": ("srtf", False, None),
+    "fair": ("fair", False, None), "srf": ("srf", False, None), "bcf": ("bcf", False, None),
+    "laf": ("laf", False, None),
+    "rotary-dlt": ("rotary-dlt", False, None), "rotary-dlt+pack": ("rotary-dlt", True, None),
+    "rotary-dlt-efficiency": ("rotary-dlt", False, 0.0), "rotary-dlt-fairness": ("rotary-dlt", False, 1.0),
+    "rotary-dlt-deadline": ("rotary-dlt-deadline", False, None),
 }
+DEFAULT_ARMS = "fifo,edf,srtf,fair,rotary-dlt,rotary-dlt+pack"
+FRACTIONS = (0.25, 0.5, 0.75)  # of FIFO's time for the whole workload
 
 
 def fill_history(x, y, validation, epochs: int):
@@ -52,13 +65,14 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--jobs", type=int, default=20)
     parser.add_argument("--mean-gap", type=float, default=1.0, help="mean seconds between arrivals")
+    parser.add_argument("--mix", choices=list(MIXES), default="deadlines", help="the workload's criteria")
     parser.add_argument("--deadline-scale", type=float, default=1.0)
     parser.add_argument("--threshold", type=float, default=0.5, help="Rotary-DLT's T")
     parser.add_argument("--memory-mb", type=float, default=1.0,
                         help="device memory the chosen jobs' estimates must fit (1 MB: two of the widest jobs, dozens of the smallest)")
     parser.add_argument("--max-pack", type=int, default=4)
     parser.add_argument("--history-epochs", type=int, default=12)
-    parser.add_argument("--arms", default=",".join(ARMS), help="comma-separated subset of " + ",".join(ARMS))
+    parser.add_argument("--arms", default=DEFAULT_ARMS, help="comma-separated subset of " + ",".join(ARMS))
     parser.add_argument("--tag", default="")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
@@ -77,14 +91,15 @@ def main(argv=None) -> int:
     started = time.monotonic()
     past = fill_history(x, y, validation, args.history_epochs)
     print(f"history: {len(past.records)} past jobs in {time.monotonic() - started:.0f} s", flush=True)
-    runs = []
+    runs, draw = [], dict(mean_gap_s=args.mean_gap, deadline_scale=args.deadline_scale, mix=args.mix)
     for s, seed in enumerate(seeds):
-        specs = jobs(seed, args.jobs, mean_gap_s=args.mean_gap, deadline_scale=args.deadline_scale)
+        specs = jobs(seed, args.jobs, **draw)
         for name in arms[s % len(arms):] + arms[:s % len(arms)]:
-            policy, pack = ARMS[name]
+            policy, pack, threshold = ARMS[name]
             workload = [DltJob(j["name"], lambda j=j: build(j["kind"], j["lr"], j["seed"]), j["criterion"],
                                kind=j["kind"], batch_size=j["batch_size"], arrival_s=j["arrival_s"]) for j in specs]
-            arbiter = DltArbiter(x, y, validation, policy=policy, threshold=args.threshold, pack=pack,
+            arbiter = DltArbiter(x, y, validation, policy=policy, pack=pack,
+                                 threshold=args.threshold if threshold is None else threshold,
                                  max_pack=args.max_pack, memory_bytes=args.memory_mb * 2**20,
                                  history=History(records=list(past.records)))
             began = time.monotonic()
@@ -95,9 +110,10 @@ def main(argv=None) -> int:
             runs.append({"seed": seed, "arm": name, "attained": attained, "wall_s": wall, "jobs": results,
                          "rounds": len(arbiter.rounds_),
                          "packed_rounds": sum(len(r["chosen"]) > 1 for r in arbiter.rounds_)})
-    payload = {"meta": meta, "workloads": {seed: jobs(seed, args.jobs, mean_gap_s=args.mean_gap,
-                                                      deadline_scale=args.deadline_scale) for seed in seeds},
-               "runs": runs, "summary": summarize(runs, arms, seeds)}
+    headline = "attained" if args.mix == "deadlines" else "attained_by_0.5"
+    payload = {"meta": meta, "workloads": {seed: jobs(seed, args.jobs, **draw) for seed in seeds},
+               "runs": runs, "headline": headline}
+    payload["summary"], payload["paired"] = summarize(runs, arms, seeds, headline)
     path = result_path("dlt", "json", meta, args.out)
     if args.tag:
         path = path.with_name(path.name.replace(".json", f".{args.tag}.json"))
@@ -106,19 +122,38 @@ def main(argv=None) -> int:
     return 0
 
 
-def summarize(runs: list, arms: list, seeds: list) -> dict:
-    """Per arm: attained jobs' mean and interval over seeds, and the paired difference from rotary-dlt."""
-    def attained(arm, seed):
-        return next(r["attained"] for r in runs if r["arm"] == arm and r["seed"] == seed)
+def measures(results: list[dict], reference_s: float) -> dict:
+    """One run's measures, at times that are fractions of ``reference_s`` (FIFO's time for the workload)."""
+    times = [k * 0.25 for k in range(int(reference_s / 0.25) + 1)]
+    return {"attained": sum(r["status"] == "attained" for r in results),
+            **{f"attained_by_{f:g}": metrics.attained_by(results, f * reference_s) for f in FRACTIONS},
+            "worst_progress": metrics.worst_progress(results, times),
+            "time_to_attain_s": metrics.time_to_attain(results)}
 
-    out = {}
+
+def summarize(runs: list, arms: list, seeds: list, headline: str) -> tuple[dict, dict]:
+    """Per arm, each measure's mean and interval over seeds; and per Rotary-DLT arm and other arm, the paired
+    difference of the ``headline`` measure."""
+    table = {}
+    for seed in seeds:
+        of_seed = {r["arm"]: r for r in runs if r["seed"] == seed}
+        reference = of_seed["fifo"] if "fifo" in of_seed else min(of_seed.values(), key=lambda r: r["wall_s"])
+        reference_s = metrics.makespan(reference["jobs"])
+        for arm, run in of_seed.items():
+            table[arm, seed] = measures(run["jobs"], reference_s)
+    summary = {}
     for arm in arms:
-        per_seed = [attained(arm, s) for s in seeds]
-        out[arm] = {"attained": interval(per_seed) | {"per_seed": per_seed}}
-        if "rotary-dlt" in arms and arm != "rotary-dlt":
-            diffs = [attained("rotary-dlt", s) - attained(arm, s) for s in seeds]
-            out[arm]["rotary_minus_arm"] = interval(diffs) | {"per_seed": diffs}
-    return out
+        summary[arm] = {}
+        for key in table[arm, seeds[0]]:
+            per_seed = [table[arm, s][key] for s in seeds]
+            if all(v is not None for v in per_seed):
+                summary[arm][key] = interval(per_seed) | {"per_seed": per_seed}
+    paired = {}
+    for ours in (a for a in arms if a.startswith("rotary-dlt")):
+        for other in (a for a in arms if a != ours):
+            diffs = [table[ours, s][headline] - table[other, s][headline] for s in seeds]
+            paired[f"{ours} - {other}"] = interval(diffs) | {"per_seed": diffs}
+    return summary, paired
 
 
 if __name__ == "__main__":

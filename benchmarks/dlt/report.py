@@ -2,44 +2,54 @@
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 
 from benchmarks.common import markdown_table, pyplot, report_header, save_figure, write_markdown
 
 
-def _ci(c: dict) -> str:
+def _ci(c: dict, digits: int = 1) -> str:
     if c["low"] is None:
-        return f"{c['mean']:.1f}"
-    return f"{c['mean']:.1f} [{c['low']:.1f}, {c['high']:.1f}]"
+        return f"{c['mean']:.{digits}f}"
+    return f"{c['mean']:.{digits}f} [{c['low']:.{digits}f}, {c['high']:.{digits}f}]"
+
+
+LABELS = {"attained": "attained", "attained_by_0.25": "by 1/4", "attained_by_0.5": "by 1/2",
+          "attained_by_0.75": "by 3/4", "worst_progress": "worst job's progress", "time_to_attain_s": "s to attain"}
+
+
+def _cell(summary: dict, key: str) -> str:
+    return _ci(summary[key], 2 if key == "worst_progress" else 1) if key in summary else "-"
 
 
 def write_report(json_path: Path, payload: dict) -> Path:
     meta, summary, runs = payload["meta"], payload["summary"], payload["runs"]
-    conf = meta["conf"]
-    rows = []
-    for arm, s in summary.items():
-        walls = [r["wall_s"] for r in runs if r["arm"] == arm]
-        diff = s.get("rotary_minus_arm")
-        rows.append([arm, " ".join(str(v) for v in s["attained"]["per_seed"]), _ci(s["attained"]),
-                     "-" if diff is None else " ".join(f"{v:+d}" for v in diff["per_seed"]),
-                     "-" if diff is None else _ci(diff), f"{sum(walls) / len(walls):.0f}"])
+    conf, headline = meta["conf"], payload["headline"]
+    rows = [[arm, " ".join(f"{v:g}" for v in s[headline]["per_seed"])]
+            + [_cell(s, key) for key in LABELS]
+            + [f"{statistics.fmean(r['wall_s'] for r in runs if r['arm'] == arm):.0f}"] for arm, s in summary.items()]
+    paired = [[pair, " ".join(f"{v:+g}" for v in d["per_seed"]), _ci(d)] for pair, d in payload["paired"].items()]
     lines = report_header(meta, "Rotary-DLT: Keras jobs with completion criteria on one device") + [
-        f"Command: `python -m benchmarks.dlt --seeds {conf['seeds']} --jobs {conf['jobs']} --mean-gap "
-        f"{conf['mean_gap']:g} --deadline-scale {conf['deadline_scale']:g} --threshold {conf['threshold']:g} "
-        f"--memory-mb {conf['memory_mb']:g} --max-pack {conf['max_pack']} --arms {conf['arms']}`", "",
-        f"{conf['jobs']} jobs per seed on digits, arms rotated by seed; jobs attained (criterion met within "
-        "budget), mean [95% interval] over seeds, and rotary-dlt's attained minus the arm's, per seed.", "",
-        markdown_table(["arm", "attained per seed", "mean [95%]", "rotary-dlt minus arm", "mean [95%]",
-                        "mean wall s"], rows), ""]
-    fig, ax = pyplot().subplots(figsize=(7, 3.5))
+        f"Command: `python -m benchmarks.dlt --seeds {conf['seeds']} --jobs {conf['jobs']} --mix {conf['mix']} "
+        f"--mean-gap {conf['mean_gap']:g} --deadline-scale {conf['deadline_scale']:g} --threshold "
+        f"{conf['threshold']:g} --memory-mb {conf['memory_mb']:g} --max-pack {conf['max_pack']} "
+        f"--arms {conf['arms']}`", "",
+        f"{conf['jobs']} jobs per seed on digits ({conf['mix']} mix), arms rotated by seed. Mean [95% interval] "
+        "over seeds of: jobs attained (criterion met within budget); attained by 1/4, 1/2 and 3/4 of the time "
+        "FIFO took for the whole workload; the worst job's attainment progress averaged over that time; "
+        f"seconds from arrival to attainment. Per seed: `{LABELS[headline]}`, the headline.", "",
+        markdown_table(["arm", f"{LABELS[headline]} per seed"] + list(LABELS.values()) + ["mean wall s"], rows), "",
+        f"Paired differences in `{LABELS[headline]}` (Rotary-DLT arm minus the other), per seed:", "",
+        markdown_table(["pair", "per seed", "mean [95%]"], paired), ""]
+    fig, ax = pyplot().subplots(figsize=(8, 3.5))
     arms = list(summary)
-    means = [summary[a]["attained"]["mean"] for a in arms]
-    errors = [0 if summary[a]["attained"]["low"] is None else means[i] - summary[a]["attained"]["low"]
+    means = [summary[a][headline]["mean"] for a in arms]
+    errors = [0 if summary[a][headline]["low"] is None else means[i] - summary[a][headline]["low"]
               for i, a in enumerate(arms)]
     ax.bar(arms, means, yerr=errors, capsize=4, color="#4c72b0")
-    ax.set_ylabel(f"jobs attained of {conf['jobs']}")
+    ax.set_ylabel(f"jobs {LABELS[headline]} of {conf['jobs']}")
     ax.set_title("Rotary-DLT and baselines (mean, 95% interval over seeds)")
-    ax.tick_params(axis="x", rotation=20)
+    ax.tick_params(axis="x", rotation=25)
     save_figure(fig, Path(json_path).with_suffix(".png"))
     lines.append(f"![attained]({Path(json_path).with_suffix('.png').name})")
     return write_markdown(json_path, lines)

@@ -57,8 +57,24 @@ def test_the_baselines_order_by_arrival_deadline_remaining_time_and_epochs_train
     assert [v.job_id for v in order("edf", views)] == ["c", "b", "a"]
     assert [v.job_id for v in order("srtf", views)] == ["b", "c", "a"]  # unknown first, to learn it
     assert [v.job_id for v in order("fair", views)] == ["b", "c", "a"]
-    with pytest.raises(ValueError, match="choose from rotary-dlt, rotary-dlt-deadline, fifo, edf, srtf, fair"):
+    with pytest.raises(ValueError, match="choose from rotary-dlt, rotary-dlt-deadline, fifo, edf, srtf, fair, srf"):
         order("lottery", views)
+
+
+def test_the_thesis_baselines_serve_one_family_of_criteria_first_and_the_others_round_robin():
+    from tf_packing.dlt.policies import DltView as V
+
+    def job(name, criterion, epochs, arrival):
+        return V(name, arrival, None, 0.0, epochs, 1.0, criterion=crit.parse(criterion))
+
+    views = [job("run-10", "RUN FOR 10 EPOCHS", 4, 0), job("acc-95", "UNTIL ACC >= 0.95 WITHIN 20 EPOCHS", 1, 1),
+             job("conv-small", "UNTIL CONVERGE(ACC, 0.001) WITHIN 20 EPOCHS", 0, 2),
+             job("run-3", "RUN FOR 3 EPOCHS", 2, 3), job("acc-90", "UNTIL ACC >= 0.9 WITHIN 20 EPOCHS", 3, 4),
+             job("conv-big", "UNTIL CONVERGE(ACC, 0.05) WITHIN 20 EPOCHS", 5, 5)]
+    names = lambda policy: [v.job_id for v in order(policy, views)]  # noqa: E731
+    assert names("srf") == ["run-3", "run-10", "conv-small", "acc-95", "acc-90", "conv-big"]
+    assert names("bcf") == ["conv-big", "conv-small", "acc-95", "run-3", "acc-90", "run-10"]
+    assert names("laf") == ["acc-90", "acc-95", "conv-small", "run-3", "run-10", "conv-big"]
 
 
 def test_choose_takes_jobs_in_order_while_memory_holds_them_up_to_the_pack_size():

@@ -71,6 +71,7 @@ class _Active:
     static_bytes: float
     accuracies: list = field(default_factory=list)
     epoch_s: list = field(default_factory=list)
+    epoch_end_s: list = field(default_factory=list)  # on the arbiter's clock
     checkpoint: object = None  # off the device while set
     status: str = crit.RUNNING
     finished_s: float | None = None
@@ -155,6 +156,7 @@ class DltArbiter:
             now = self.clock() - start
             for name in chosen:
                 a = active[name]
+                a.epoch_end_s.append(now)
                 if self._status(a, now) != crit.RUNNING:
                     done[name] = self._finish(active.pop(name), now, device)
         return [self._result(done[n]) for n in names]
@@ -171,7 +173,8 @@ class DltArbiter:
             progress=progress(a.job.criterion, len(a.accuracies), elapsed, needed, per_epoch),
             epochs=len(a.accuracies), memory=self.memory.estimate(a.job.batch_size, past, a.static_bytes),
             remaining_s=None if needed is None or per_epoch is None else needed * per_epoch,
-            reachable=reachable(a.job.criterion, len(a.accuracies), elapsed, needed, per_epoch))
+            reachable=reachable(a.job.criterion, len(a.accuracies), elapsed, needed, per_epoch),
+            criterion=a.job.criterion)
 
     @staticmethod
     def _status(a: _Active, now: float) -> str:
@@ -193,7 +196,8 @@ class DltArbiter:
     def _result(a: _Active) -> dict:
         return {"job": a.job.name, "kind": a.job.kind, "criterion": str(a.job.criterion), "status": a.status,
                 "arrival_s": a.job.arrival_s, "finished_s": a.finished_s, "epochs": len(a.accuracies),
-                "accuracy": a.accuracies[-1] if a.accuracies else None}
+                "accuracy": a.accuracies[-1] if a.accuracies else None, "accuracies": list(a.accuracies),
+                "epoch_end_s": list(a.epoch_end_s)}
 
 
 class _Device:

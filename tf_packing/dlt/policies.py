@@ -16,6 +16,9 @@ the shared allocator makes the choice, the same allocator SLAQ's and Rotary-AQP'
 * ``fifo``: arrival order. ``edf``: earliest deadline first (none: last). ``srtf``: shortest predicted
   remaining training time first (epochs still needed times epoch time; unknown: first, to learn it).
   ``fair``: fewest epochs trained so far first (round robin).
+* The thesis's own baselines (3.4.2), each one family of criteria first, the other jobs round robin:
+  ``srf`` (shortest runtime criterion first), ``bcf`` (biggest convergence delta first), ``laf`` (lowest
+  accuracy target first).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from spark_plugin.rotary.criteria import Criterion
 from spark_plugin.utility import Claim, allocate, by_priority
 
 
@@ -36,6 +40,7 @@ class DltView:
     memory: float  # estimated bytes on the device
     remaining_s: float | None = None  # predicted training time still needed (None: unknown)
     reachable: bool = True  # predicted to meet its criterion within budget
+    criterion: Criterion | None = None  # what the thesis's baselines order by
 
 
 def order(policy: str, views: list[DltView], threshold: float = 0.5) -> list[DltView]:
@@ -58,10 +63,27 @@ def order(policy: str, views: list[DltView], threshold: float = 0.5) -> list[Dlt
         return sorted(by_arrival, key=lambda v: -1.0 if v.remaining_s is None else v.remaining_s)
     if policy == "fair":
         return sorted(by_arrival, key=lambda v: v.epochs)
+    if policy in _FAMILY_FIRST:
+        family, key = _FAMILY_FIRST[policy]
+        first = sorted((v for v in by_arrival if _kind(v) == family), key=lambda v: key(v.criterion))
+        return first + sorted((v for v in by_arrival if _kind(v) != family), key=lambda v: v.epochs)
     raise ValueError(f"unknown Rotary-DLT policy {policy!r}; choose from {', '.join(POLICIES)}")
 
 
-POLICIES = ("rotary-dlt", "rotary-dlt-deadline", "fifo", "edf", "srtf", "fair")
+def _runtime_epochs(c: Criterion) -> float:
+    return math.inf if c.budget.epochs is None else c.budget.epochs
+
+
+# The thesis's baselines: (the family of criteria served first, its order), the rest round robin.
+_FAMILY_FIRST = {"srf": ("runtime", _runtime_epochs), "bcf": ("convergence", lambda c: -c.delta),
+                 "laf": ("accuracy", lambda c: c.threshold)}
+
+
+def _kind(view: DltView) -> str | None:
+    return None if view.criterion is None else view.criterion.kind
+
+
+POLICIES = ("rotary-dlt", "rotary-dlt-deadline", "fifo", "edf", "srtf", "fair", "srf", "bcf", "laf")
 
 
 def choose(ordered: list[DltView], memory: float, *, max_pack: int = 1) -> list[str]:
