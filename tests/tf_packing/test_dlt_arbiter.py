@@ -66,3 +66,19 @@ def test_a_workload_that_fits_no_memory_is_refused_naming_the_key(arbiter):
 
     with pytest.raises(ValueError, match="no active job fits in memory_bytes=1: .*Raise memory_bytes"):
         arbiter(memory_bytes=1).run([DltJob("a", lambda: compiled(6), "RUN FOR 1 EPOCHS")])
+
+
+def test_each_job_is_estimated_again_only_after_it_trains_and_its_results_keep_every_epoch(arbiter, monkeypatch):
+    from tf_packing.dlt import DltJob, arbiter as module
+
+    asked = []
+    real = module.epochs_needed
+    monkeypatch.setattr(module, "epochs_needed", lambda c, acc, past: asked.append(len(acc)) or real(c, acc, past))
+    jobs = [DltJob("a", lambda: compiled(7), "RUN FOR 4 EPOCHS"),
+            DltJob("b", lambda: compiled(8), "RUN FOR 3 EPOCHS")]
+    run = arbiter(policy="fair")
+    results = run.run(jobs)
+    # 7 rounds, 2 views each while both are active, yet one estimate per job per epoch trained (0..3 for a)
+    assert len(run.rounds_) == 7 and sorted(asked) == [0, 0, 1, 1, 2, 2, 3]
+    assert [len(r["accuracies"]) for r in results] == [4, 3]
+    assert all(len(r["epoch_end_s"]) == len(r["accuracies"]) for r in results)

@@ -73,6 +73,7 @@ class _Active:
     epoch_s: list = field(default_factory=list)
     epoch_end_s: list = field(default_factory=list)  # on the arbiter's clock
     checkpoint: object = None  # off the device while set
+    estimate: tuple = ()  # (epochs trained, similar past jobs) -> (epochs needed, memory) when last estimated
     status: str = crit.RUNNING
     finished_s: float | None = None
 
@@ -164,17 +165,27 @@ class DltArbiter:
     def _view(self, a: _Active, now: float) -> policies.DltView:
         past = self.history.similar(a.job.kind)
         per_epoch = epoch_seconds(a.epoch_s, past)
-        needed = epochs_needed(a.job.criterion, a.accuracies, past)
+        needed, memory = self._estimate(a, past)
         deadline = a.job.criterion.deadline_s
         elapsed = now - a.job.arrival_s
         return policies.DltView(
             job_id=a.job.name, arrival_s=a.job.arrival_s,
             deadline_s=None if deadline is None else a.job.arrival_s + deadline,
             progress=progress(a.job.criterion, len(a.accuracies), elapsed, needed, per_epoch),
-            epochs=len(a.accuracies), memory=self.memory.estimate(a.job.batch_size, past, a.static_bytes),
+            epochs=len(a.accuracies), memory=memory,
             remaining_s=None if needed is None or per_epoch is None else needed * per_epoch,
             reachable=reachable(a.job.criterion, len(a.accuracies), elapsed, needed, per_epoch),
             criterion=a.job.criterion)
+
+    def _estimate(self, a: _Active, past: list[JobRecord]) -> tuple[float | None, float]:
+        """The epochs the job still needs and its memory, estimated again only when it has trained an epoch or a
+        similar job has finished since: every round asks for every active job, and fitting its accuracy curve
+        anew each time would cost the device more than the thesis's "imperceptible" overhead."""
+        key = (len(a.accuracies), len(past))
+        if not a.estimate or a.estimate[0] != key:
+            a.estimate = key, (epochs_needed(a.job.criterion, a.accuracies, past),
+                               self.memory.estimate(a.job.batch_size, past, a.static_bytes))
+        return a.estimate[1]
 
     @staticmethod
     def _status(a: _Active, now: float) -> str:
