@@ -60,9 +60,25 @@ def worst_job_normalized_loss(traces: list[dict], times) -> float | None:
     return max((statistics.fmean(life) for life in lives if life), default=None)
 
 
+def worst_job_loss_seconds(traces: list[dict], times, step_s: float) -> float | None:
+    """The largest, over jobs, of a job's normalized loss summed over its life in seconds (``times`` spaced
+    ``step_s`` apart). Unlike the life average, it falls when a job is served faster throughout: a job run
+    twice as fast from start to end keeps its average and halves this."""
+    lives = [[q for q in (quality_at(tr, t) for t in times) if q is not None] for tr in traces]
+    return max((step_s * sum(life) for life in lives if life), default=None)
+
+
+def worst_time_to_reduction(traces: list[dict], fraction: float) -> float | None:
+    """The longest, over jobs, of :func:`time_to_reduction`: how long the worst-served job took, from its
+    arrival, to ``fraction`` of its loss reduction."""
+    spans = [time_to_reduction(tr, fraction) for tr in traces]
+    return max((s for s in spans if s is not None), default=None)
+
+
 def summarize(traces: list[dict], step_s: float = 0.5) -> dict:
     """Averages of one policy's run: time to 90%/95% reduction, time-averaged normalized loss (over the
-    active jobs, and of the worst-served job), makespan."""
+    active jobs, and of the worst-served job), makespan; and the worst-served job's loss-seconds and time
+    to 90%."""
     end = max(tr["points"][-1][0] for tr in traces)
     times = np.arange(0.0, end + step_s, step_s)
     curve = average_normalized_loss(traces, times)
@@ -70,6 +86,8 @@ def summarize(traces: list[dict], step_s: float = 0.5) -> dict:
     return {"time_to_90_s": mean_time_to_reduction(traces, 0.9), "time_to_95_s": mean_time_to_reduction(traces, 0.95),
             "avg_normalized_loss": statistics.fmean(active) if active else None,
             "worst_job_normalized_loss": worst_job_normalized_loss(traces, times),
+            "worst_job_loss_s": worst_job_loss_seconds(traces, times, step_s),
+            "worst_time_to_90_s": worst_time_to_reduction(traces, 0.9),
             "makespan_s": end, "jobs": len(traces),
             "curve": {"t": times.tolist(), "avg_normalized_loss": curve}}
 

@@ -134,7 +134,8 @@ def run(args) -> None:
 
 
 #: What each simulated run is compared on (keys of :func:`.metrics.summarize`).
-MEASURES = ("worst_job_normalized_loss", "avg_normalized_loss", "time_to_90_s", "makespan_s")
+MEASURES = ("worst_job_normalized_loss", "worst_job_loss_s", "worst_time_to_90_s", "avg_normalized_loss",
+            "time_to_90_s", "makespan_s")
 
 
 def _ratio(per_seed: dict, base: dict, measure: str) -> dict:

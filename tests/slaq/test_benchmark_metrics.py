@@ -37,6 +37,20 @@ def test_the_worst_job_is_the_one_whose_normalized_loss_averaged_over_its_life_i
     assert metrics.worst_job_normalized_loss([TRACE], [0.5 * k for k in range(14)]) == pytest.approx(5.3 / 11)
 
 
+def test_the_worst_job_by_loss_seconds_and_by_time_to_90_percent_counts_a_uniform_slowdown():
+    other = {"arrival_s": 3.0, "points": [[3.0, 4.0], [4.0, 1.0]]}
+    times = [0.5 * k for k in range(14)]
+    assert metrics.worst_job_loss_seconds([TRACE, other], times, 0.5) == pytest.approx(0.5 * 5.3)
+    assert metrics.worst_time_to_reduction([TRACE, other], 0.9) == 3.0  # TRACE's; other took 1.0
+    slow = {"arrival_s": 1.0, "points": [[1 + 2 * (t - 1), loss] for t, loss in TRACE["points"]]}  # twice as slow
+    times = [0.5 * k for k in range(24)]
+    assert metrics.worst_job_normalized_loss([slow], times) == pytest.approx(
+        metrics.worst_job_normalized_loss([TRACE], times), abs=0.03)  # the life average barely moves
+    assert metrics.worst_job_loss_seconds([slow], times, 0.5) == pytest.approx(
+        2 * metrics.worst_job_loss_seconds([TRACE], times, 0.5), rel=0.05)
+    assert metrics.worst_time_to_reduction([slow], 0.9) == 6.0
+
+
 def test_scaling_a_loss_changes_no_metric():
     scaled = {**TRACE, "points": [[t, 1000 * loss] for t, loss in TRACE["points"]]}
     a, b = metrics.summarize([scaled]), metrics.summarize([TRACE])
