@@ -10,8 +10,8 @@ attained (criterion met within budget); jobs attained by a quarter, half and thr
 FIFO takes for the whole workload (without a FIFO arm, the fastest arm's; the same times for every arm of
 a seed); the worst job's attainment
 progress averaged over that time; the mean time to attain. The headline (``attained`` for the deadlines
-mix, ``attained by half`` for the thesis's, where every budget is in epochs) is also given as each
-Rotary-DLT arm's paired difference from each other arm. Results go to ``benchmarks/results/dlt/`` (or
+mix, ``attained by half`` for the thesis's, where every budget is in epochs) and the worst job's progress
+are also given as each Rotary-DLT arm's paired difference from each other arm. Results go to ``benchmarks/results/dlt/`` (or
 ``--out``).
 """
 
@@ -133,7 +133,7 @@ def measures(results: list[dict], reference_s: float) -> dict:
 
 def summarize(runs: list, arms: list, seeds: list, headline: str) -> tuple[dict, dict]:
     """Per arm, each measure's mean and interval over seeds; and per Rotary-DLT arm and other arm, the paired
-    difference of the ``headline`` measure."""
+    differences of the ``headline`` measure and of the worst job's progress."""
     table = {}
     for seed in seeds:
         of_seed = {r["arm"]: r for r in runs if r["seed"] == seed}
@@ -151,8 +151,10 @@ def summarize(runs: list, arms: list, seeds: list, headline: str) -> tuple[dict,
     paired = {}
     for ours in (a for a in arms if a.startswith("rotary-dlt")):
         for other in (a for a in arms if a != ours):
-            diffs = [table[ours, s][headline] - table[other, s][headline] for s in seeds]
-            paired[f"{ours} - {other}"] = interval(diffs) | {"per_seed": diffs}
+            paired[f"{ours} - {other}"] = {}
+            for key in (headline, "worst_progress"):
+                diffs = [table[ours, s][key] - table[other, s][key] for s in seeds]
+                paired[f"{ours} - {other}"][key] = interval(diffs) | {"per_seed": diffs}
     return summary, paired
 
 

@@ -47,7 +47,9 @@ def test_summary_times_every_arm_of_a_seed_by_fifo_and_pairs_rotary_arms_on_the_
     assert summary["fifo"]["attained_by_0.5"]["per_seed"] == [2]  # by 8 s: ACC and CONV
     assert summary["rotary-dlt"]["attained_by_0.5"]["per_seed"] == [1]  # twice as slow: ACC at 6 s
     assert summary["rotary-dlt"]["attained"]["per_seed"] == [3]
-    assert list(paired) == ["rotary-dlt - fifo"] and paired["rotary-dlt - fifo"]["per_seed"] == [-1]
+    assert list(paired) == ["rotary-dlt - fifo"] and paired["rotary-dlt - fifo"]["attained_by_0.5"]["per_seed"] == [-1]
+    assert paired["rotary-dlt - fifo"]["worst_progress"]["per_seed"] == [pytest.approx(
+        summary["rotary-dlt"]["worst_progress"]["mean"] - summary["fifo"]["worst_progress"]["mean"])]
 
 
 def test_the_thesis_mix_bounds_every_criterion_in_epochs_and_the_deadline_mix_is_unchanged():
