@@ -138,7 +138,7 @@ def write_workload_report(json_path: Path) -> Path:
                        [[name, mean_interval(name, "worst_progress", 2), mean_interval(name, f"worst{WORST}_progress", 2),
                          mean_interval(name, f"worst{WORST}_batches", 2), mean_interval(name, "never_ran")]
                         for name in policies]), "",
-        *_maxmin_comparison(per_seed),
+        *_paired_comparisons(per_seed),
         "Jobs that meet their criterion before their deadline when run alone (light, medium, heavy):", "",
         markdown_table(["seed", "light", "medium", "heavy"], alone_rows), "",
         f"![attained jobs]({Path(json_path).with_suffix('.png').name})", ""]
@@ -161,23 +161,34 @@ def _mean_interval(values: list[float], digits: int) -> str:
     return f"{iv['mean']:.{digits}f}" + ("" if iv["low"] is None else f" [{iv['low']:.{digits}f}, {iv['high']:.{digits}f}]")
 
 
-def _maxmin_comparison(per_seed: dict) -> list[str]:
-    """Max-min against max-sum over the same utilities, per seed, for each such pair of policies that ran
-    (``utility-min`` and ``utility-sum``, ``utility-min-progress`` and ``utility-sum-progress``)."""
+def _pairs(names: list[str]) -> list[tuple[str, str, str]]:
+    """The pairs of policies that ran to compare seed by seed: max-min against max-sum over the same utilities
+    (``utility-min`` and ``utility-sum``, and their ``-progress`` forms), and a policy run again under a label
+    (``utility-sum@again`` against ``utility-sum``: the A/A spread)."""
+    pairs = []
+    for name in names:
+        maxsum = name.replace("utility-min", "utility-sum")
+        if name.startswith("utility-min") and maxsum in names:
+            pairs.append((name, maxsum, f"Max-min minus max-sum (`{name}` minus `{maxsum}`, the same utilities)"))
+        policy = name.partition("@")[0]
+        if policy != name and policy in names:
+            pairs.append((name, policy, f"A/A (`{name}` minus `{policy}`, the same policy run again)"))
+    return pairs
+
+
+def _paired_comparisons(per_seed: dict) -> list[str]:
+    """Per pair of :func:`_pairs`, the first's worst-served jobs and attained jobs minus the second's, per seed."""
     lines = []
-    for maxmin in [name for name in per_seed if name.startswith("utility-min")]:
-        maxsum = maxmin.replace("utility-min", "utility-sum")
-        if maxsum not in per_seed:
-            continue
+    for first, second, title in _pairs(list(per_seed)):
         rows = []
         for key, label, digits in (("worst_progress", "worst job's progress", 2),
                                    (f"worst{WORST}_progress", f"worst {WORST} jobs' progress", 2),
                                    (f"worst{WORST}_batches", f"worst {WORST} jobs' batches", 2),
                                    ("never_ran", "jobs never run", 1), ("attained", "jobs attained", 1)):
-            diffs = [float(m[key] - s[key]) for m, s in zip(per_seed[maxmin], per_seed[maxsum])]
+            diffs = [float(a[key] - b[key]) for a, b in zip(per_seed[first], per_seed[second])]
             rows.append([label, " ".join(f"{d:+.{digits}f}" for d in diffs), _mean_interval(diffs, digits)])
-        lines += [f"Max-min minus max-sum (`{maxmin}` minus `{maxsum}`, the same utilities), per seed and mean "
-                  "[95% interval]:", "", markdown_table(["", "per seed", "mean [95% interval]"], rows), ""]
+        lines += [f"{title}, per seed and mean [95% interval]:", "",
+                  markdown_table(["", "per seed", "mean [95% interval]"], rows), ""]
     return lines
 
 

@@ -122,7 +122,7 @@ def workload(args) -> Path:
         for i, (seed, jobs) in enumerate(workloads.items()):
             runs[seed] = {}
             for position, name in enumerate(args.policies if i % 2 == 0 else args.policies[::-1]):  # alternated
-                policy = policies.make(name)
+                policy = policies.make(name.partition("@")[0])
                 with tempfile.TemporaryDirectory(prefix="rotary-checkpoints-") as checkpoints:
                     arbiter = Arbiter(spark, data, policy, batches=args.batches, cores=args.cores, memory=memory,
                                       epoch_s=args.epoch, window=args.window, checkpoint_dir=checkpoints,
@@ -212,7 +212,8 @@ def main(argv=None) -> int:
     w.add_argument("--time-scale", type=float, default=0.05, help="multiplies deadlines and inter-arrivals")
     w.add_argument("--mix", choices=["light", "medium", "heavy"], default=None, help="a skewed workload of one class")
     w.add_argument("--policies", type=lambda s: s.split(","), default=list(policies.POLICIES),
-                   help=f"comma-separated (default: {','.join(policies.POLICIES)})")
+                   help=f"comma-separated (default: {','.join(policies.POLICIES)}); POLICY@LABEL runs "
+                        "a policy again under another name (the A/A comparison)")
     w.add_argument("--cores", type=int, default=2, help="cores arbitrated (default 2)")
     w.add_argument("--executor-cores", type=int, default=1,
                    help="task slots per executor (default 1; more than the machine's cores oversubscribes it)")
@@ -228,9 +229,12 @@ def main(argv=None) -> int:
 
         suspend(args)
     elif args.kind == "workload":
-        unknown = [p for p in args.policies if p not in policies.POLICIES]
+        unknown = [p for p in args.policies if p.partition("@")[0] not in policies.POLICIES]
         if unknown:
             parser.error(f"unknown policies {unknown}; choose from {','.join(policies.POLICIES)}")
+        if len(set(args.policies)) != len(args.policies):
+            parser.error(f"a policy is named twice in --policies {','.join(args.policies)}; run it again under "
+                         "a label instead, e.g. utility-sum,utility-sum@again")
         workload(args)
     else:
         time_to_accuracy(args)

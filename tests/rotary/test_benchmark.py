@@ -51,7 +51,7 @@ def test_time_to_accuracy_and_workload_reports(tmp_path, data, suspend_run):
                                 "--repeat", "1", *common, "--data", str(tmp_path / "tpch")],
                                stdout=subprocess.DEVNULL, stderr=stderr)
     try:
-        run = _bench("workload", "--jobs", "2", "--seeds", "0,1", "--policies", "rotary,utility-sum,utility-min",
+        run = _bench("workload", "--jobs", "2", "--seeds", "0,1", "--policies", "rotary,utility-sum,utility-min,rotary@again",
                      "--time-scale",
                      "0.01", "--epoch", "0.3", "--memory-mb", "100", *common, "--data", str(data))
     finally:
@@ -67,17 +67,27 @@ def test_time_to_accuracy_and_workload_reports(tmp_path, data, suspend_run):
     [result] = tmp_path.glob("*.workload-*-100mb.json")
     runs = json.loads(result.read_text())["runs"]
     assert list(runs) == ["0", "1"]
-    assert [runs[seed]["rotary"]["position"] for seed in runs] == [0, 2]  # the order alternates
+    assert [runs[seed]["rotary"]["position"] for seed in runs] == [0, 3]  # the order alternates
     assert all(len(r["records"]) == 2 and r["wall_s"] > 0 and r["peak_memory_bytes"] <= 100e6
                and r["epochs_over_grant"] == [] for by_policy in runs.values() for r in by_policy.values())
     report = result.with_suffix(".md").read_text()
     assert "| rotary |" in report and "memory budget 100 MB" in report
     assert "Max-min minus max-sum (`utility-min` minus `utility-sum`" in report and "| jobs attained |" in report
+    assert "A/A (`rotary@again` minus `rotary`, the same policy run again)" in report
 
 
 def test_unknown_policy_is_refused(tmp_path):
     run = _bench("workload", "--policies", "fifo", "--out", str(tmp_path))
     assert run.returncode == 2 and "unknown policies ['fifo']" in run.stderr
+    run = _bench("workload", "--policies", "edf,edf", "--out", str(tmp_path))
+    assert run.returncode == 2 and "run it again under a label instead, e.g. utility-sum,utility-sum@again" in run.stderr
+
+
+def test_the_report_pairs_max_min_with_max_sum_and_a_policy_with_its_second_run():
+    from benchmarks.rotary.report import _pairs
+
+    pairs = _pairs(["utility-sum", "utility-min", "edf", "edf@again", "utility-min-progress", "rotary@again"])
+    assert [(a, b) for a, b, _ in pairs] == [("utility-min", "utility-sum"), ("edf@again", "edf")]
 
 
 def test_suspend_report(suspend_run):
