@@ -137,8 +137,7 @@ def summarize(runs: list, arms: list, seeds: list, headline: str) -> tuple[dict,
     table = {}
     for seed in seeds:
         of_seed = {r["arm"]: r for r in runs if r["seed"] == seed}
-        reference = of_seed["fifo"] if "fifo" in of_seed else min(of_seed.values(), key=lambda r: r["wall_s"])
-        reference_s = metrics.makespan(reference["jobs"])
+        reference_s = metrics.reference_time(of_seed)
         for arm, run in of_seed.items():
             table[arm, seed] = measures(run["jobs"], reference_s)
     summary = {}

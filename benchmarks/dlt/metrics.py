@@ -62,3 +62,10 @@ def time_to_attain(results: list[dict]) -> float | None:
 
 def makespan(results: list[dict]) -> float:
     return max(r["finished_s"] for r in results)
+
+
+def reference_time(of_seed: dict) -> float:
+    """The time every arm of a seed is measured at fractions of, from its runs by arm: FIFO's for the whole
+    workload (without a FIFO arm, the fastest arm's)."""
+    reference = of_seed["fifo"] if "fifo" in of_seed else min(of_seed.values(), key=lambda r: r["wall_s"])
+    return makespan(reference["jobs"])

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from benchmarks.common import markdown_table, pyplot, report_header, save_figure, write_markdown
 
+from . import metrics
+
 
 def _ci(c: dict, digits: int = 1) -> str:
     if c["low"] is None:
@@ -43,15 +45,27 @@ def write_report(json_path: Path, payload: dict) -> Path:
         "Paired differences, Rotary-DLT arm minus the other:", "",
         markdown_table(["pair", f"{LABELS[headline]} per seed", "mean [95%]", "worst job's progress, mean [95%]"],
                        paired), ""]
-    fig, ax = pyplot().subplots(figsize=(8, 3.5))
-    arms = list(summary)
-    means = [summary[a][headline]["mean"] for a in arms]
-    errors = [0 if summary[a][headline]["low"] is None else means[i] - summary[a][headline]["low"]
-              for i, a in enumerate(arms)]
-    ax.bar(arms, means, yerr=errors, capsize=4, color="#4c72b0")
-    ax.set_ylabel(f"jobs {LABELS[headline]} of {conf['jobs']}")
-    ax.set_title("Rotary-DLT and baselines (mean, 95% interval over seeds)")
-    ax.tick_params(axis="x", rotation=25)
-    save_figure(fig, Path(json_path).with_suffix(".png"))
-    lines.append(f"![attained]({Path(json_path).with_suffix('.png').name})")
+    _plot_over_time(payload, Path(json_path).with_suffix(".png"))
+    lines.append(f"![attained and worst progress over time]({Path(json_path).with_suffix('.png').name})")
     return write_markdown(json_path, lines)
+
+
+def _plot_over_time(payload: dict, png: Path) -> None:
+    """The thesis's Figure 3.10 as curves: per arm, jobs attained and the worst job's attainment progress
+    over time (as a fraction of FIFO's time for the workload), each the mean over seeds."""
+    runs, seeds = payload["runs"], sorted({r["seed"] for r in payload["runs"]})
+    fractions = [k / 40 for k in range(41)]
+    fig, (left, right) = pyplot().subplots(1, 2, figsize=(10, 3.8))
+    for arm in payload["summary"]:
+        attained, worst = [], []
+        for seed in seeds:
+            of_seed = {r["arm"]: r for r in runs if r["seed"] == seed}
+            jobs, reference_s = of_seed[arm]["jobs"], metrics.reference_time(of_seed)
+            attained.append([metrics.attained_by(jobs, f * reference_s) for f in fractions])
+            worst.append([metrics.worst_progress(jobs, [f * reference_s]) for f in fractions])
+        left.plot(fractions, [statistics.fmean(c) for c in zip(*attained)], label=arm)
+        right.plot(fractions, [statistics.fmean(c) for c in zip(*worst)], label=arm)
+    left.set(xlabel="time / FIFO's time for the workload", ylabel="jobs attained (mean over seeds)")
+    right.set(xlabel="time / FIFO's time for the workload", ylabel="worst job's attainment progress")
+    right.legend(fontsize=7)
+    save_figure(fig, png)

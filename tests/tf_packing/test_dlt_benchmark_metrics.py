@@ -52,6 +52,12 @@ def test_summary_times_every_arm_of_a_seed_by_fifo_and_pairs_rotary_arms_on_the_
         summary["rotary-dlt"]["worst_progress"]["mean"] - summary["fifo"]["worst_progress"]["mean"])]
 
 
+def test_without_a_fifo_arm_every_arm_is_timed_by_the_fastest():
+    runs = {"edf": {"wall_s": 9, "jobs": [RUN]}, "srtf": {"wall_s": 5, "jobs": [ACC]}}
+    assert metrics.reference_time(runs) == 3.0  # srtf's, whose last job finished at 3 s
+    assert metrics.reference_time(dict(runs, fifo={"wall_s": 20, "jobs": [CONV]})) == 7
+
+
 def test_the_thesis_mix_bounds_every_criterion_in_epochs_and_the_deadline_mix_is_unchanged():
     thesis = jobs(0, 200, mean_gap_s=1.0, deadline_scale=1.0, mix="thesis")
     assert not any("SECONDS" in j["criterion"] for j in thesis)
