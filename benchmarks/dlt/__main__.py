@@ -97,7 +97,8 @@ def main(argv=None) -> int:
         for name in arms[s % len(arms):] + arms[:s % len(arms)]:
             policy, pack, threshold = ARMS[name]
             workload = [DltJob(j["name"], lambda j=j: build(j["kind"], j["lr"], j["seed"]), j["criterion"],
-                               kind=j["kind"], batch_size=j["batch_size"], arrival_s=j["arrival_s"]) for j in specs]
+                               kind=j["kind"], batch_size=j["batch_size"], arrival_s=j["arrival_s"], seed=j["seed"])
+                        for j in specs]
             arbiter = DltArbiter(x, y, validation, policy=policy, pack=pack,
                                  threshold=args.threshold if threshold is None else threshold,
                                  max_pack=args.max_pack, memory_bytes=args.memory_mb * 2**20,
@@ -148,8 +149,9 @@ def summarize(runs: list, arms: list, seeds: list, headline: str) -> tuple[dict,
             if all(v is not None for v in per_seed):
                 summary[arm][key] = interval(per_seed) | {"per_seed": per_seed}
     paired = {}
-    for ours in (a for a in arms if a.startswith("rotary-dlt")):
-        for other in (a for a in arms if a != ours):
+    ours_arms = [a for a in arms if a.startswith("rotary-dlt")]
+    for ours in ours_arms:  # each pair once: a Rotary-DLT arm against the others, and those after it
+        for other in (a for a in arms if a not in ours_arms or ours_arms.index(a) > ours_arms.index(ours)):
             paired[f"{ours} - {other}"] = {}
             for key in (headline, "worst_progress"):
                 diffs = [table[ours, s][key] - table[other, s][key] for s in seeds]

@@ -37,6 +37,9 @@ def attainment_progress(result: dict, epochs: int) -> float:
         most = criterion.budget.epochs if criterion.budget and criterion.budget.epochs else ran
         line = ran if result["status"] == crit.ATTAINED else max(most, ran)
         return min(epochs / line, 1.0)
+    if criterion.budget.epochs is None:
+        raise ValueError(f"{result['criterion']}: attainment progress is read back in epochs; give runtime "
+                         "criteria in EPOCHS")
     return min(epochs / criterion.budget.epochs, 1.0)
 
 
@@ -61,11 +64,13 @@ def time_to_attain(results: list[dict]) -> float | None:
 
 
 def makespan(results: list[dict]) -> float:
+    """When the last job of a run finished."""
     return max(r["finished_s"] for r in results)
 
 
 def reference_time(of_seed: dict) -> float:
     """The time every arm of a seed is measured at fractions of, from its runs by arm: FIFO's for the whole
     workload (without a FIFO arm, the fastest arm's)."""
-    reference = of_seed["fifo"] if "fifo" in of_seed else min(of_seed.values(), key=lambda r: r["wall_s"])
-    return makespan(reference["jobs"])
+    if "fifo" in of_seed:
+        return makespan(of_seed["fifo"]["jobs"])
+    return min(makespan(run["jobs"]) for run in of_seed.values())

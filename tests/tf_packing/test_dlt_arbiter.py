@@ -68,17 +68,41 @@ def test_a_workload_that_fits_no_memory_is_refused_naming_the_key(arbiter):
         arbiter(memory_bytes=1).run([DltJob("a", lambda: compiled(6), "RUN FOR 1 EPOCHS")])
 
 
-def test_each_job_is_estimated_again_only_after_it_trains_and_its_results_keep_every_epoch(arbiter, monkeypatch):
+def test_each_job_is_estimated_again_only_after_it_trains_or_a_similar_job_finishes(arbiter, monkeypatch):
     from tf_packing.dlt import DltJob, arbiter as module
 
     asked = []
     real = module.epochs_needed
     monkeypatch.setattr(module, "epochs_needed", lambda c, acc, past: asked.append(len(acc)) or real(c, acc, past))
-    jobs = [DltJob("a", lambda: compiled(7), "RUN FOR 4 EPOCHS"),
-            DltJob("b", lambda: compiled(8), "RUN FOR 3 EPOCHS")]
+    jobs = [DltJob("a", lambda: compiled(7), "RUN FOR 4 EPOCHS"), DltJob("b", lambda: compiled(8), "RUN FOR 3 EPOCHS")]
     run = arbiter(policy="fair")
     results = run.run(jobs)
     # 7 rounds, 2 views each while both are active, yet one estimate per job per epoch trained (0..3 for a)
     assert len(run.rounds_) == 7 and sorted(asked) == [0, 0, 1, 1, 2, 2, 3]
     assert [len(r["accuracies"]) for r in results] == [4, 3]
     assert all(len(r["epoch_end_s"]) == len(r["accuracies"]) for r in results)
+
+    asked.clear()  # now of one kind: when "long" finishes, "short" is estimated again with it in its history
+    jobs = [DltJob("short", lambda: compiled(7), "RUN FOR 1 EPOCHS", kind="mlp"),
+            DltJob("long", lambda: compiled(8), "RUN FOR 2 EPOCHS", kind="mlp")]
+    arbiter(policy="fifo").run(jobs)  # same arrival: "long" first, by name
+    assert asked == [0, 0, 1, 0]  # both at 0; "long" after its epoch; "short", still at 0, once "long" finished
+
+
+def test_a_seeded_job_trains_the_same_whichever_jobs_ran_before_it(arbiter):
+    import keras
+
+    from tf_packing.dlt import DltJob
+
+    def reseeding():  # a job whose build seeds Keras, as many scripts do, resets the state the others draw from
+        keras.utils.set_random_seed(99)
+        return compiled(11)
+
+    def workload(*others):
+        return [DltJob("a", lambda: compiled(9), "RUN FOR 3 EPOCHS", seed=1),
+                DltJob("b", lambda: compiled(10), "RUN FOR 3 EPOCHS", seed=2), *others]
+
+    fifo = {r["job"]: r["accuracies"] for r in arbiter(policy="fifo").run(workload())}
+    fair = {r["job"]: r["accuracies"] for r in arbiter(policy="fair").run(
+        workload(DltJob("c", reseeding, "RUN FOR 2 EPOCHS", arrival_s=0.0)))}
+    assert fifo["a"] == fair["a"] and fifo["b"] == fair["b"]  # in turns with c, or one after the other

@@ -25,6 +25,8 @@ def test_attainment_progress_is_the_thesis_measure_of_each_family():
     assert metrics.attainment_progress(CONV, 2) == pytest.approx(2 / 4)  # converged at its fourth epoch
     assert metrics.attainment_progress(MISSED, 2) == pytest.approx(2 / 4)  # never did: its most epochs
     assert metrics.attainment_progress(RUN, 2) == pytest.approx(2 / 5)
+    with pytest.raises(ValueError, match="RUN FOR 30 SECONDS: .* give runtime criteria in EPOCHS"):
+        metrics.attainment_progress(dict(RUN, criterion="RUN FOR 30 SECONDS"), 2)
 
 
 def test_attained_by_a_time_and_the_worst_progress_over_time():
@@ -52,9 +54,15 @@ def test_summary_times_every_arm_of_a_seed_by_fifo_and_pairs_rotary_arms_on_the_
         summary["rotary-dlt"]["worst_progress"]["mean"] - summary["fifo"]["worst_progress"]["mean"])]
 
 
+def test_each_pair_of_rotary_arms_is_compared_once():
+    runs = [{"seed": 0, "arm": arm, "wall_s": 1, "jobs": [ACC]} for arm in ("fifo", "rotary-dlt", "rotary-dlt+pack")]
+    _, paired = summarize(runs, ["fifo", "rotary-dlt", "rotary-dlt+pack"], [0], "attained")
+    assert list(paired) == ["rotary-dlt - fifo", "rotary-dlt - rotary-dlt+pack", "rotary-dlt+pack - fifo"]
+
+
 def test_without_a_fifo_arm_every_arm_is_timed_by_the_fastest():
     runs = {"edf": {"wall_s": 9, "jobs": [RUN]}, "srtf": {"wall_s": 5, "jobs": [ACC]}}
-    assert metrics.reference_time(runs) == 3.0  # srtf's, whose last job finished at 3 s
+    assert metrics.reference_time(runs) == 3.0  # srtf's, whose last job finished at 3 s (edf's at 16 s)
     assert metrics.reference_time(dict(runs, fifo={"wall_s": 20, "jobs": [CONV]})) == 7
 
 

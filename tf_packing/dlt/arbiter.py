@@ -49,6 +49,10 @@ class DltJob:
     batch_size : int, default=32
     arrival_s : float, default=0.0
         Seconds after the arbiter starts.
+    seed : int, optional
+        Draws each epoch's shuffling from ``(seed, epoch)`` (Keras's global seed is set before each of the
+        job's epochs), so the job trains the same whichever jobs ran before it; comparing policies needs
+        this. Default: Keras's global random state as the other jobs left it.
     """
 
     name: str
@@ -57,6 +61,7 @@ class DltJob:
     kind: str | None = None
     batch_size: int = 32
     arrival_s: float = 0.0
+    seed: int | None = None
 
     def __post_init__(self):
         if isinstance(self.criterion, str):
@@ -73,7 +78,8 @@ class _Active:
     epoch_s: list = field(default_factory=list)
     epoch_end_s: list = field(default_factory=list)  # on the arbiter's clock
     checkpoint: object = None  # off the device while set
-    estimate: tuple = ()  # (epochs trained, similar past jobs) -> (epochs needed, memory) when last estimated
+    estimated_at: tuple | None = None  # (epochs trained, similar past jobs) when `estimate` was made
+    estimate: tuple = ()  # (epochs needed, memory)
     status: str = crit.RUNNING
     finished_s: float | None = None
 
@@ -182,10 +188,10 @@ class DltArbiter:
         similar job has finished since: every round asks for every active job, and fitting its accuracy curve
         anew each time would cost the device more than the thesis's "imperceptible" overhead."""
         key = (len(a.accuracies), len(past))
-        if not a.estimate or a.estimate[0] != key:
-            a.estimate = key, (epochs_needed(a.job.criterion, a.accuracies, past),
-                               self.memory.estimate(a.job.batch_size, past, a.static_bytes))
-        return a.estimate[1]
+        if a.estimated_at != key:
+            a.estimated_at, a.estimate = key, (epochs_needed(a.job.criterion, a.accuracies, past),
+                                               self.memory.estimate(a.job.batch_size, past, a.static_bytes))
+        return a.estimate
 
     @staticmethod
     def _status(a: _Active, now: float) -> str:
@@ -211,6 +217,17 @@ class DltArbiter:
                 "epoch_end_s": list(a.epoch_end_s)}
 
 
+def _seed_epoch(chosen: list[_Active]) -> None:
+    """Seed Keras for the next epoch from the chosen jobs' seeds and epochs (a pack: all of them), when every
+    one has a seed (:attr:`DltJob.seed`)."""
+    if chosen and all(a.job.seed is not None for a in chosen):
+        import keras
+        import numpy as np
+
+        entropy = [v for a in chosen for v in (a.job.seed, len(a.accuracies))]
+        keras.utils.set_random_seed(int(np.random.SeedSequence(entropy).generate_state(1)[0]))
+
+
 class _Device:
     """The device, one job at a time: a job is loaded (its checkpoint restored) to train and freed off it
     (weights and optimizer state copied to the host) when another is chosen."""
@@ -232,6 +249,7 @@ class _Device:
                 load(a.model, checkpoint=a.checkpoint)
                 a.checkpoint = None
                 self.placed.add(a.job.name)
+            _seed_epoch([a])
             began = arbiter.clock()
             logs = a.model.fit(arbiter.x, arbiter.y, batch_size=a.job.batch_size, epochs=1, verbose=0,
                                validation_data=arbiter.validation_data)
@@ -263,6 +281,7 @@ class _PackedDevice(_Device):
             if a.job.name not in self.pack.members:
                 self.pack.load(a.model, batch_size=a.job.batch_size, name=a.job.name, checkpoint=a.checkpoint)
                 a.checkpoint = None
+        _seed_epoch(chosen)
         logs = self.pack.fit(arbiter.x, arbiter.y, validation_data=arbiter.validation_data, verbose=0)
         seconds = arbiter.clock() - started
         for a in chosen:
