@@ -60,12 +60,23 @@ def worst_job_normalized_loss(traces: list[dict], times) -> float | None:
     return max((statistics.fmean(life) for life in lives if life), default=None)
 
 
+def loss_seconds(trace: dict, times, step_s: float) -> float:
+    """The job's normalized loss summed over its life in seconds (``times`` spaced ``step_s`` apart). Unlike
+    the life average, it falls when a job is served faster throughout: a job run twice as fast from start
+    to end keeps its average and halves this."""
+    return step_s * sum(q for q in (quality_at(trace, t) for t in times) if q is not None)
+
+
 def worst_job_loss_seconds(traces: list[dict], times, step_s: float) -> float | None:
-    """The largest, over jobs, of a job's normalized loss summed over its life in seconds (``times`` spaced
-    ``step_s`` apart). Unlike the life average, it falls when a job is served faster throughout: a job run
-    twice as fast from start to end keeps its average and halves this."""
-    lives = [[q for q in (quality_at(tr, t) for t in times) if q is not None] for tr in traces]
-    return max((step_s * sum(life) for life in lives if life), default=None)
+    """The largest :func:`loss_seconds` of any job: mostly the longest job's."""
+    return max((loss_seconds(tr, times, step_s) for tr in traces), default=None)
+
+
+def worst_job_slowdown(traces: list[dict], times, step_s: float) -> float | None:
+    """The largest, over jobs, of a job's :func:`loss_seconds` over its loss-seconds alone on the same cores
+    (``alone_loss_s``, from the simulation): the worst-served job whatever its size (None without them)."""
+    ratios = [loss_seconds(tr, times, step_s) / tr["alone_loss_s"] for tr in traces if tr.get("alone_loss_s")]
+    return max(ratios, default=None)
 
 
 def worst_time_to_reduction(traces: list[dict], fraction: float) -> float | None:
@@ -77,8 +88,8 @@ def worst_time_to_reduction(traces: list[dict], fraction: float) -> float | None
 
 def summarize(traces: list[dict], step_s: float = 0.5) -> dict:
     """Averages of one policy's run: time to 90%/95% reduction, time-averaged normalized loss (over the
-    active jobs, and of the worst-served job), makespan; and the worst-served job's loss-seconds and time
-    to 90%."""
+    active jobs, and of the worst-served job), makespan; and the worst job's loss-seconds (absolute, and over
+    its own alone where the traces carry it) and time to 90%."""
     end = max(tr["points"][-1][0] for tr in traces)
     times = np.arange(0.0, end + step_s, step_s)
     curve = average_normalized_loss(traces, times)
@@ -87,6 +98,7 @@ def summarize(traces: list[dict], step_s: float = 0.5) -> dict:
             "avg_normalized_loss": statistics.fmean(active) if active else None,
             "worst_job_normalized_loss": worst_job_normalized_loss(traces, times),
             "worst_job_loss_s": worst_job_loss_seconds(traces, times, step_s),
+            "worst_job_slowdown": worst_job_slowdown(traces, times, step_s),
             "worst_time_to_90_s": worst_time_to_reduction(traces, 0.9),
             "makespan_s": end, "jobs": len(traces),
             "curve": {"t": times.tolist(), "avg_normalized_loss": curve}}

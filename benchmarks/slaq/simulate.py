@@ -17,6 +17,7 @@ real predictor's forecasts of the reports so far, exactly as :class:`SlaqSchedul
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from dataclasses import dataclass, field
@@ -40,16 +41,41 @@ class _Job:
 
 def simulate(recorded: list[dict], *, policy: str, cores: int, jobs: int, mean_gap_s: float, epoch_s: float,
              overhead_s: float, work: float, seed: int) -> list[dict]:
-    """Replay ``jobs`` jobs drawn from ``recorded`` traces; returns traces as :mod:`.metrics` reads them."""
-    from spark_plugin.slaq import JobCurve, LossHistory, LossPredictor, RuntimeModel, allocate, epoch_curve
+    """Replay ``jobs`` jobs drawn from ``recorded`` traces; returns traces as :mod:`.metrics` reads them, each
+    with ``alone_loss_s``: the job's loss-seconds when it runs alone on the same cores (fair share gives it
+    every one), what :func:`.metrics.worst_job_slowdown` divides by."""
+    traces = _replay(_draw(recorded, jobs, mean_gap_s, work, seed), policy, cores, epoch_s, overhead_s)
+    by_name = {trace["name"]: trace for trace in traces}
+    for job in _draw(recorded, jobs, mean_gap_s, work, seed):
+        [alone] = _replay([dataclasses.replace(job, arrival_s=0.0)], "fair", cores, epoch_s, overhead_s)
+        by_name[job.name]["alone_loss_s"] = metrics.loss_seconds(alone, _times(alone), STEP_S)
+    return traces
 
+
+#: The sampling step of every time-averaged measure (:func:`.metrics.summarize`'s default).
+STEP_S = 0.5
+
+
+def _times(trace: dict) -> list[float]:
+    return [STEP_S * k for k in range(int(trace["points"][-1][0] / STEP_S) + 2)]
+
+
+def _draw(recorded: list[dict], jobs: int, mean_gap_s: float, work: float, seed: int) -> list[_Job]:
+    """``jobs`` fresh jobs, each replaying a recorded trace drawn with ``seed``, at Poisson arrivals."""
     rng = random.Random(seed)
-    pending, t = [], 0.0
+    drawn, t = [], 0.0
     for i in range(jobs):
         src = rng.choice(recorded)
         losses = [p[1] for p in src["points"]]
-        pending.append(_Job(f"{src['kind']}-{i}", t, losses, work * src["cpu_s"] / len(losses)))
+        drawn.append(_Job(f"{src['kind']}-{i}", t, losses, work * src["cpu_s"] / len(losses)))
         t += rng.expovariate(1.0 / mean_gap_s)
+    return drawn
+
+
+def _replay(pending: list[_Job], policy: str, cores: int, epoch_s: float, overhead_s: float) -> list[dict]:
+    """Run ``pending`` under ``policy`` until every job has replayed its trace; traces in finishing order."""
+    from spark_plugin.slaq import JobCurve, LossHistory, LossPredictor, RuntimeModel, allocate, epoch_curve
+
     predictor, histories, runtimes, served = LossPredictor(), {}, {}, {}
     active, finished, now = [], [], 0.0
     objective = {"slaq": "reduction", "maxmin": "maxmin", "fair": "fair"}[policy]
@@ -74,7 +100,7 @@ def simulate(recorded: list[dict], *, policy: str, cores: int, jobs: int, mean_g
         finished += [j for j in active if j.done == len(j.losses)]
         active = [j for j in active if j.done < len(j.losses)]
         now += epoch_s
-    return [{"arrival_s": j.arrival_s, "points": j.points} for j in finished]
+    return [{"name": j.name, "arrival_s": j.arrival_s, "points": j.points} for j in finished]
 
 
 def _advance(job: _Job, cores: int, start: float, epoch_s: float, overhead_s: float, history, runtime) -> None:
@@ -125,8 +151,11 @@ def run(args) -> None:
     md = report_header(meta, "SLAQ's objectives and fair share, trace-driven") + [
         f"{args.jobs} jobs replaying the loss curves of `{Path(args.source).name}` ({len(recorded)} recorded jobs), "
         f"{args.cores} cores, {args.epoch:g} s epochs, iteration = {args.overhead:g} s + {args.work:g} x recorded CPU "
-        f"/ cores, seeds {','.join(map(str, args.seeds))}. Worst job: the largest, over jobs, of a job's normalized "
-        f"loss averaged over its own life (what max-min lowers first). Ratios: policy over `{base}` per seed, mean [95%].",
+        f"/ cores, seeds {','.join(map(str, args.seeds))}. The worst-served job, as the largest over jobs of: "
+        "its loss-seconds (normalized loss summed over its life) over its loss-seconds alone on the same cores "
+        "(`worst_job_slowdown`); its loss-seconds (`worst_job_loss_s`, mostly the longest job's); its time from "
+        "arrival to 90% of its loss reduction; its normalized loss averaged over its own life "
+        f"(`worst_job_normalized_loss`). Ratios: policy over `{base}` per seed, mean [95%].",
         "", markdown_table(["mean gap", "policy", *MEASURES, *(f"{m} / {base}" for m in MEASURES)], rows), ""]
     md_path = json_path.with_name(json_path.name.replace(".json", ".md"))
     md_path.write_text("\n".join(md))
@@ -134,8 +163,8 @@ def run(args) -> None:
 
 
 #: What each simulated run is compared on (keys of :func:`.metrics.summarize`).
-MEASURES = ("worst_job_normalized_loss", "worst_job_loss_s", "worst_time_to_90_s", "avg_normalized_loss",
-            "time_to_90_s", "makespan_s")
+MEASURES = ("worst_job_slowdown", "worst_job_loss_s", "worst_time_to_90_s", "worst_job_normalized_loss",
+            "avg_normalized_loss", "time_to_90_s", "makespan_s")
 
 
 def _ratio(per_seed: dict, base: dict, measure: str) -> dict:

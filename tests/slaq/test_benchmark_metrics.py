@@ -49,6 +49,12 @@ def test_the_worst_job_by_loss_seconds_and_by_time_to_90_percent_counts_a_unifor
     assert metrics.worst_job_loss_seconds([slow], times, 0.5) == pytest.approx(
         2 * metrics.worst_job_loss_seconds([TRACE], times, 0.5), rel=0.05)
     assert metrics.worst_time_to_reduction([slow], 0.9) == 6.0
+    alone = metrics.loss_seconds(TRACE, times, 0.5)
+    big = dict(slow, alone_loss_s=2 * alone)  # twice the work, served as well as it can be
+    small = dict(TRACE, arrival_s=1.0, alone_loss_s=alone / 2)  # served half as well as alone
+    assert metrics.worst_job_loss_seconds([big, small], times, 0.5) == metrics.loss_seconds(big, times, 0.5)
+    assert metrics.worst_job_slowdown([big, small], times, 0.5) == pytest.approx(2.0)  # the small one
+    assert metrics.worst_job_slowdown([TRACE], times, 0.5) is None  # no alone figure: no measure
 
 
 def test_scaling_a_loss_changes_no_metric():
@@ -87,6 +93,9 @@ def test_the_simulation_replays_every_iteration_of_every_job_in_order(policy):
         times = [t for t, _ in trace["points"]]
         assert times == sorted(times) and times[0] > trace["arrival_s"]
         assert [loss for _, loss in trace["points"]] in ([1.0 / (k + 1) for k in range(20)], [0.8 ** k for k in range(10)])
+        # alone on both cores it is served at least as well as beside five others
+        assert 0 < trace["alone_loss_s"] <= metrics.loss_seconds(trace, [0.5 * k for k in range(400)], 0.5) + 0.5
+    assert metrics.summarize(traces)["worst_job_slowdown"] >= 1.0 - 0.05
 
 
 def test_mllib_comparison_gives_per_seed_ratios_and_a_t_interval():
