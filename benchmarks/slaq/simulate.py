@@ -48,16 +48,8 @@ def simulate(recorded: list[dict], *, policy: str, cores: int, jobs: int, mean_g
     by_name = {trace["name"]: trace for trace in traces}
     for job in _draw(recorded, jobs, mean_gap_s, work, seed):
         [alone] = _replay([dataclasses.replace(job, arrival_s=0.0)], "fair", cores, epoch_s, overhead_s)
-        by_name[job.name]["alone_loss_s"] = metrics.loss_seconds(alone, _times(alone), STEP_S)
+        by_name[job.name]["alone_loss_s"] = metrics.summarize([alone])["worst_job_loss_s"]
     return traces
-
-
-#: The sampling step of every time-averaged measure (:func:`.metrics.summarize`'s default).
-STEP_S = 0.5
-
-
-def _times(trace: dict) -> list[float]:
-    return [STEP_S * k for k in range(int(trace["points"][-1][0] / STEP_S) + 2)]
 
 
 def _draw(recorded: list[dict], jobs: int, mean_gap_s: float, work: float, seed: int) -> list[_Job]:
