@@ -16,6 +16,8 @@ import math
 import keras
 import numpy as np
 
+from .evaluation import evaluate
+
 __all__ = ["MemberRun", "check_callback_names", "member_callbacks"]
 
 log = logging.getLogger(__name__)
@@ -144,6 +146,5 @@ class MemberRun:
         batch_size = self.validation_batch_size or self.member.batch_size
         if isinstance(v, tuple):
             x, y, w = (*v, None)[:3]
-            return _python(self.model.evaluate(x, y, sample_weight=w, batch_size=batch_size, verbose=0,
-                                               return_dict=True))
+            return _python(evaluate(self.model, x, y, sample_weight=w, batch_size=batch_size))
         return _python(self.model.evaluate(v, verbose=0, return_dict=True))

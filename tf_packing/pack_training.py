@@ -20,6 +20,7 @@ import keras
 import tensorflow as tf
 
 from .hyperparameters import HyperParameters
+from .model_pool import models_kept
 from .packed import Member, PackedModel
 from .checkpoint import free
 from .packing_policy import split_group
@@ -104,6 +105,9 @@ class PackTraining:
     keep_best_epoch : bool
         Each trial leaves the rung with the weights and optimizer state of its best-scoring epoch in the rung
         (Keras Tuner's semantics), counted as having trained the whole rung.
+    kept_models : int
+        The most models alive at once in a process: a pack's, and those kept between packs so that a later
+        trial of the same architecture reuses one and its traces (:mod:`.model_pool`). 0 keeps none.
     """
 
     build_fn: object
@@ -116,6 +120,7 @@ class PackTraining:
     callbacks: list = field(default_factory=list)
     progress: RungProgress | None = None
     keep_best_epoch: bool = False
+    kept_models: int = 0
 
     def build(self, trial) -> keras.Model:
         """``trial``'s compiled model, with weights drawn from its own seed."""
@@ -144,6 +149,7 @@ class PackTraining:
         try:
             return self._fit(trials, epochs, checkpoints, data, validation, keeper, device), 0
         except tf.errors.ResourceExhaustedError as e:
+            models_kept(self.kept_models).clear()  # what they hold is the first memory to give back
             halves = split_group(list(range(len(trials))))  # raises for a single trial
             log.warning("pack of %d trials ran out of memory (%s); splitting it into %s and retrying from "
                         "the rung's checkpoints", len(trials), str(e).splitlines()[0][:120],
@@ -162,22 +168,40 @@ class PackTraining:
         """Build the group's models, train them as one pack, return their checkpoints, drop the models."""
         x, y = data
         val = validation
-        pack = PackedModel([], device=device)
-        by_name, callbacks, best = {}, {}, {}
-        for trial in trials:
-            name = f"t{trial.trial_id}"
-            by_name[name] = trial
-            keeper.curves.setdefault(trial.trial_id, [])
-            checkpoint = checkpoints.get(trial.trial_id)  # mid-rung when the search resumes there
-            done = checkpoint.epochs_done if checkpoint is not None else trial.epochs_done
-            member = Member(name, self.build(trial), self.batch_size(trial), epochs - done)
-            pack.add(member, checkpoint)
-            callbacks[name] = [*_copies(self.callbacks), _Reporter(keeper, trial)]
-            if self.progress is not None:
-                callbacks[name].append(_EpochProgress(self.progress, keeper, trial, member))
-            if self.keep_best_epoch:
-                best[name] = _BestEpoch(keeper, trial, member)
-                callbacks[name].append(best[name])
+        pool = models_kept(self.kept_models)
+        pack = PackedModel([], device=device, pool=pool)
+        by_name, callbacks, best, models = {}, {}, {}, []
+        try:
+            for trial in trials:
+                pool.make_room(len(models))
+                name = f"t{trial.trial_id}"
+                by_name[name] = trial
+                keeper.curves.setdefault(trial.trial_id, [])
+                checkpoint = checkpoints.get(trial.trial_id)  # mid-rung when the search resumes there
+                done = checkpoint.epochs_done if checkpoint is not None else trial.epochs_done
+                models.append(pool.acquire(self.build(trial), device))
+                member = Member(name, models[-1], self.batch_size(trial), epochs - done)
+                pack.add(member, checkpoint)
+                callbacks[name] = [*_copies(self.callbacks), _Reporter(keeper, trial)]
+                if self.progress is not None:
+                    callbacks[name].append(_EpochProgress(self.progress, keeper, trial, member))
+                if self.keep_best_epoch:
+                    best[name] = _BestEpoch(keeper, trial, member)
+                    callbacks[name].append(best[name])
+            trained = self._train_pack(pack, by_name, callbacks, x, y, val, keeper)
+        finally:
+            for model in models:
+                pool.release(model)
+        for name, kept in best.items():
+            if kept.checkpoint is not None:  # its best epoch, as though it had trained to where it stopped
+                kept.checkpoint.epochs_done = trained[by_name[name].trial_id].epochs_done
+                trained[by_name[name].trial_id] = kept.checkpoint
+        del pack, models
+        gc.collect()  # the group's models not kept go before the next group's are built
+        return trained
+
+    def _train_pack(self, pack, by_name, callbacks, x, y, val, keeper) -> dict:
+        """Train the loaded pack through the rung; return each trial's checkpoint, freeing the members."""
 
         def score(packed, names):
             for name, logs in packed.evaluate(*val[:2], names=names).items():
@@ -192,14 +216,7 @@ class PackTraining:
             unscored = [n for n in pack.members if by_name[n].trial_id not in keeper.scores]
             if unscored and scored_on_validation:  # stopped mid-epoch (diverged, or a callback stopped it)
                 score(pack, unscored)
-        trained = {by_name[name].trial_id: pack.free(name) for name in list(pack.members)}
-        for name, kept in best.items():
-            if kept.checkpoint is not None:  # its best epoch, as though it had trained to where it stopped
-                kept.checkpoint.epochs_done = trained[by_name[name].trial_id].epochs_done
-                trained[by_name[name].trial_id] = kept.checkpoint
-        del pack
-        gc.collect()  # the group's models go before the next group's are built
-        return trained
+        return {by_name[name].trial_id: pack.free(name) for name in list(pack.members)}
 
 
 def _copies(callbacks) -> list:

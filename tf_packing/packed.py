@@ -26,6 +26,7 @@ import tensorflow as tf
 
 from .batching import BatchPlanner, steps_per_epoch
 from .checkpoint import MemberCheckpoint, free, load
+from .evaluation import evaluate
 from .inputs import ArrayData, as_data, batch_spec
 from .member_run import MemberRun, check_callback_names, member_callbacks
 from .step import build_step, prime
@@ -80,6 +81,9 @@ class PackedModel:
         for the whole pack (decoding, scaling, augmentation).
     device : str, optional
         TensorFlow device for the step and the members' optimizer state.
+    pool : ModelPool, optional
+        Keeps the packed steps over its models for later packs of the same models
+        (:mod:`tf_packing.model_pool`); without one, a step lives as long as the pack.
 
     Attributes
     ----------
@@ -93,8 +97,9 @@ class PackedModel:
         Wall seconds of every packed step (excluding loads and frees).
     """
 
-    def __init__(self, members, *, preprocess=None, device=None):
+    def __init__(self, members, *, preprocess=None, device=None, pool=None):
         self.members = {}
+        self.pool = pool
         self.preprocess = preprocess
         self.device = device
         self.checkpoints_ = {}
@@ -152,7 +157,7 @@ class PackedModel:
             raise KeyError(f"no member named {name!r}; the pack holds {sorted(self.members)}.")
         done = self._run.leave(name) if self._run is not None else self.members[name].start_epoch
         member = self.members.pop(name)
-        self._steps = {k: v for k, v in self._steps.items() if name not in k[0]}
+        self._steps = {k: v for k, v in self._steps.items() if id(member.model) not in k[0]}
         log.info("freed member %s after %d epochs", name, done)
         return free(member.model, self.device, epochs_done=done, losses=member.losses)
 
@@ -228,27 +233,35 @@ class PackedModel:
     def _step(self, batch, takes: dict) -> dict:
         """One packed step over ``batch``; ``takes`` maps member names to (offset, rows)."""
         names = tuple(sorted(self.members))
+        models = tuple(id(self.members[n].model) for n in names)
         specs = batch_spec(batch)
-        key = (names, str(specs))
+        key = (models, str(specs), self.device)
         if key not in self._steps:
-            self._steps = {k: v for k, v in self._steps.items() if k[0] == names}  # drop stale traces
-            for n in names:
-                prime(self.members[n].model, batch)
-            jit = all(bool(getattr(self.members[n].model, "jit_compile", False)) for n in names)
-            with self._device():
-                self._steps[key] = build_step([self.members[n] for n in names], specs, jit_compile=jit,
-                                              preprocess=self.preprocess, calls=self._calls)
-            log.debug("traced packed step for %s (XLA: %s)", names, jit)
+            self._steps = {k: v for k, v in self._steps.items() if k[0] == models}  # drop stale traces
+            kept = self.pool.step(key) if self.pool is not None and self.preprocess is None else None
+            self._steps[key] = kept or self._build_step(names, batch, specs)
+            if kept is None and self.pool is not None and self.preprocess is None:
+                self.pool.keep_step(key, self._steps[key])
         offsets = np.array([takes.get(n, (0, 0))[0] for n in names], dtype=np.int32)
         counts = np.array([takes.get(n, (0, 0))[1] for n in names], dtype=np.int32)
         x, y, w = batch
         start = time.perf_counter()
         with self._device():
-            logs = self._steps[key](x, offsets, counts, *[p for p in (y, w) if p is not None])
+            logs = dict(zip(names, self._steps[key](x, offsets, counts, *[p for p in (y, w) if p is not None])))
         logs = {n: {k: v.numpy() for k, v in logs[n].items()} for n in takes}
         self.step_times_.append(time.perf_counter() - start)
         self.steps_ += 1
         return logs
+
+    def _build_step(self, names, batch, specs):
+        for n in names:
+            prime(self.members[n].model, batch)
+        jit = all(bool(getattr(self.members[n].model, "jit_compile", False)) for n in names)
+        with self._device():
+            step = build_step([self.members[n].model for n in names], specs, jit_compile=jit, preprocess=self.preprocess,
+                              calls=self._calls)
+        log.debug("built packed step for %s (XLA: %s)", names, jit)
+        return step
 
     def _device(self):
         return tf.device(self.device) if self.device else contextlib.nullcontext()
@@ -256,8 +269,8 @@ class PackedModel:
     # -- inference ------------------------------------------------------------------------
     def evaluate(self, x, y=None, *, batch_size=None, sample_weight=None, names=None) -> dict:
         """Each member's ``model.evaluate(..., return_dict=True)``: loss and compiled metrics, by name."""
-        return {n: self.members[n].model.evaluate(x, y, batch_size=batch_size or self.members[n].batch_size,
-                                                  sample_weight=sample_weight, verbose=0, return_dict=True)
+        return {n: evaluate(self.members[n].model, x, y, batch_size=batch_size or self.members[n].batch_size,
+                            sample_weight=sample_weight)
                 for n in self._names(names)}
 
     def predict(self, x, *, batch_size=None, names=None) -> dict:

@@ -9,6 +9,14 @@ only (BatchNormalization), a custom ``train_step`` if the model overrides it.
 Members share no variables, so tracing them together changes nothing but the
 number of launches: TensorFlow runs the independent members' ops side by side.
 
+Each member's ``train_step`` is traced into a ``tf.function`` of its own, kept
+on the model (:func:`member_step`); the packed step calls those. So a pack of
+models that trained before, in other packs, traces nothing of theirs again: only
+the packed step's few ops around the calls (0.3 s for six digits members,
+against 1.4 s for tracing them whole); :mod:`tf_packing.model_pool` makes that
+the common case in a search. TensorFlow inlines the calls, so the ops still run
+side by side.
+
 A member with no rows in a step (it finished, and the pack was not re-traced
 since) skips its ``train_step`` through a ``tf.cond``: its model is not touched.
 The step is XLA-compiled when every member's ``model.jit_compile`` is true,
@@ -20,7 +28,10 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-__all__ = ["build_step", "prime"]
+__all__ = ["build_step", "member_step", "prime"]
+
+#: The attribute that keeps a model's traced ``train_step``.
+_TRAIN_STEP = "_tf_packing_train_step"
 
 
 def prime(model, batch) -> None:
@@ -36,13 +47,26 @@ def prime(model, batch) -> None:
     symbolic_build(data_batch=tuple(part for part in batch if part is not None) if batch[2] is None else batch)
 
 
-def build_step(members, specs, *, jit_compile=False, preprocess=None, calls=None):
-    """``step(x, y, sample_weight, offsets, counts) -> {name: logs}`` for ``members``.
+def member_step(model):
+    """``model.train_step`` as a ``tf.function`` kept on the model: traced once per input structure.
+
+    Kept on the model itself, not in a table beside it, so it goes with the model (and with it its
+    hold on the model's variables).
+    """
+    step = getattr(model, _TRAIN_STEP, None)
+    if step is None:
+        step = tf.function(lambda data: model.train_step(data), reduce_retracing=True)
+        setattr(model, _TRAIN_STEP, step)
+    return step
+
+
+def build_step(models, specs, *, jit_compile=False, preprocess=None, calls=None):
+    """``step(x, offsets, counts, y, sample_weight) -> (logs, ...)`` for ``models``.
 
     Parameters
     ----------
-    members : list of Member
-        The members, in the order of ``offsets`` and ``counts``.
+    models : list of keras.Model
+        The members' models, in the order of ``offsets``, ``counts`` and the logs returned.
     specs : tuple
         ``(x_spec, y_spec, sample_weight_spec)`` of a batch with any number of
         rows; ``None`` where the data has no such part.
@@ -57,30 +81,31 @@ def build_step(members, specs, *, jit_compile=False, preprocess=None, calls=None
     -------
     tf.types.experimental.PolymorphicFunction
         Called with the shared batch and each member's offset and row count;
-        returns each member's logs (its metrics' results, as ``train_step``
-        returns them; zeros for a member with no rows).
+        returns each member's logs in order (its metrics' results, as
+        ``train_step`` returns them; zeros for a member with no rows). The step
+        knows models, not names, so a later pack of the same models reuses it.
     """
     x_spec, y_spec, w_spec = specs
     index = tf.TensorSpec([None], tf.int32)
     signature = [x_spec, index, index] + [s for s in (y_spec, w_spec) if s is not None]
-    layouts = {}  # member name -> [(key, shape, dtype)] of its logs, recorded when its train_step is traced
+    layouts = {}  # member's position -> [(key, shape, dtype)] of its logs, recorded when its train_step is traced
 
-    def member_logs(member, x, y, w, offset, count):
+    def member_logs(i, model, x, y, w, offset, count):
         rows = lambda t: t[offset:offset + count]
         data = tuple(tf.nest.map_structure(rows, part) for part in (x, y, w) if part is not None)
 
         def train():
-            logs = member.model.train_step(data if len(data) > 1 else data[0])
+            logs = member_step(model)(data if len(data) > 1 else data[0])
             keys = sorted(logs)
             values = [tf.convert_to_tensor(logs[k]) for k in keys]
-            layouts[member.name] = [(k, v.shape, v.dtype) for k, v in zip(keys, values)]
+            layouts[i] = [(k, v.shape, v.dtype) for k, v in zip(keys, values)]
             return values
 
         def skip():  # traced after train(): cond_v2 builds the true branch first
-            return [tf.zeros(shape, dtype) for _, shape, dtype in layouts[member.name]]
+            return [tf.zeros(shape, dtype) for _, shape, dtype in layouts[i]]
 
         values = tf.cond(count > 0, train, skip)
-        return {k: v for (k, _, _), v in zip(layouts[member.name], tf.nest.flatten(values))}
+        return {k: v for (k, _, _), v in zip(layouts[i], tf.nest.flatten(values))}
 
     @tf.function(input_signature=signature, jit_compile=jit_compile, reduce_retracing=True)
     def step(x, offsets, counts, *rest):
@@ -91,6 +116,6 @@ def build_step(members, specs, *, jit_compile=False, preprocess=None, calls=None
             x = preprocess(x)
             if calls is not None:
                 calls.assign_add(1)
-        return {m.name: member_logs(m, x, y, w, offsets[i], counts[i]) for i, m in enumerate(members)}
+        return tuple(member_logs(i, m, x, y, w, offsets[i], counts[i]) for i, m in enumerate(models))
 
     return step

@@ -41,6 +41,7 @@ from .hyperband import HyperbandOracle, bracket_rungs, max_bracket
 from .hyperdrive import HyperDrive
 from .hyperparameters import HyperParameters
 from .memory import model_bytes
+from .model_pool import models_kept
 from .objective import objective_of
 from .pack_training import PackTraining
 from .packing_policy import STRATEGIES, pack_opt
@@ -104,6 +105,14 @@ class Tuner:
         Random packing's group size.
     max_group : int, default=8
         Most members per pack (bounds the size of the traced step).
+    reuse_models : bool or int, default=True
+        Keep built models between packs and train a later trial of the same
+        architecture on one of them, loaded with the state the trial's own model
+        has, so its traced steps are reused (:mod:`tf_packing.model_pool`).
+        Results are the same either way. True keeps up to ``4 * max_group``
+        models alive in each process (a pack's included), an int that many.
+        Off under a ``memory_capacity``, whose estimates count a pack's models
+        only; a pack that runs out of memory lets every kept model go first.
     batch_size_key : str, default="batch_size"
         Hyper-parameter holding the batch size; else ``search(batch_size=)``,
         else ``default_batch_size``.
@@ -163,7 +172,7 @@ class Tuner:
     def __init__(self, hypermodel, search_space: dict | None = None, *, objective="val_accuracy",
                  max_epochs: int = 81, factor: int = 3, hyperparameters=None, directory=None,
                  project_name="tuner", overwrite=False, packing="knn", early_kill=None, target=None,
-                 memory_capacity=None, distance_threshold=None, group_size=4, max_group=8,
+                 memory_capacity=None, distance_threshold=None, group_size=4, max_group=8, reuse_models=True,
                  batch_size_key="batch_size", default_batch_size=32, seed=0, progress=True, spark=None,
                  keep_best_epoch=False):
         self.hypermodel = hypermodel
@@ -182,6 +191,7 @@ class Tuner:
         self.distance_threshold = distance_threshold
         self.group_size = group_size
         self.max_group = max_group
+        self.reuse_models = reuse_models
         self.batch_size_key = batch_size_key
         self.default_batch_size = default_batch_size
         self.seed = seed
@@ -205,7 +215,8 @@ class Tuner:
         self._keeper = Scorekeeper(self.objective, max_epochs, clock=None, early_kill=early_kill, target=target,
                                    best_epoch=keep_best_epoch)
         self._training = PackTraining(self._build_fn, self.oracle_.space, seed, self.objective.name,
-                                      batch_size_key, default_batch_size, keep_best_epoch=keep_best_epoch)
+                                      batch_size_key, default_batch_size, keep_best_epoch=keep_best_epoch,
+                                      kept_models=_kept_models(reuse_models, max_group, memory_capacity))
         self._progress = self._resumed = None
         if self._project.path is not None:
             self._progress = self._training.progress = RungProgress(self._project.path / "partial")
@@ -328,6 +339,7 @@ class Tuner:
                     self._progress.clear()
         finally:
             bar.close()
+            models_kept(0).clear()
             if self._executors is not None:
                 self._executors.clear()
         self.search_time_ = time.perf_counter() - self._start
@@ -558,6 +570,17 @@ class Tuner:
         best = self._best_trial()
         rest = [self.oracle_.trials_[r["trial"]] for r in self.results()]
         return ([best] if best is not None else []) + [t for t in rest if t is not best and t.scores]
+
+
+def _kept_models(reuse_models, max_group: int, memory_capacity) -> int:
+    """How many models a process keeps alive for reuse (see ``reuse_models``)."""
+    if memory_capacity is not None or reuse_models is False:
+        return 0
+    if reuse_models is True:
+        return 4 * max_group
+    if not isinstance(reuse_models, int) or reuse_models < 0:
+        raise ValueError(f"reuse_models must be True, False or a number of models >= 0. Got {reuse_models!r}.")
+    return reuse_models
 
 
 def _deterministic() -> bool:

@@ -22,7 +22,8 @@ import sys
 import tempfile
 import time
 
-TUNERS = ("keras-tuner", "sparkrm")
+#: ``sparkrm-fresh`` is ``sparkrm`` building every trial's model afresh (``reuse_models=False``): the cost of tracing.
+TUNERS = ("keras-tuner", "sparkrm", "sparkrm-fresh")
 OBJECTIVE = "val_accuracy"
 MISSING = "keras-tuner is not installed: pip install keras-tuner tensorboard (or pip install -e '.[peers]')"
 
@@ -83,13 +84,13 @@ def run_keras_tuner(build_fn, train, validation, *, max_epochs: int, factor: int
 
 
 def run_sparkrm(build_fn, train, validation, *, max_epochs: int, factor: int, seed: int, directory,
-                quiet: bool = False, keep_best_epoch: bool = False) -> dict:
+                quiet: bool = False, keep_best_epoch: bool = False, reuse_models: bool = True) -> dict:
     """One search of sparkrm's pack-aware ``tf_packing.Tuner``."""
     from tf_packing import Tuner
 
     tuner = Tuner(build_fn, objective=OBJECTIVE, max_epochs=max_epochs, factor=factor, seed=seed,
                   directory=str(directory), project_name=f"sparkrm-{seed}", overwrite=True, progress=not quiet,
-                  keep_best_epoch=keep_best_epoch)
+                  keep_best_epoch=keep_best_epoch, reuse_models=reuse_models)
     tuner.search(*train, validation_data=validation)
     trace = [[float(t), float(s)] for t, _, s in tuner.trace_]
     return {"wall_s": tuner.search_time_, "best_score": float(tuner.best_score_),
@@ -120,7 +121,8 @@ def run_seed(seed: int, index: int, tuners=TUNERS, *, max_epochs: int = 27, fact
                                              seed=seed, directory=directory)
             else:
                 runs[name] = run_sparkrm(build_fn, (x, y), (xv, yv), max_epochs=max_epochs, factor=factor,
-                                         seed=seed, directory=directory, quiet=quiet, keep_best_epoch=keep_best_epoch)
+                                         seed=seed, directory=directory, quiet=quiet, keep_best_epoch=keep_best_epoch,
+                                         reuse_models=name == "sparkrm")
         r = runs[name]
         print(f"seed {seed} {name}: {r['wall_s']:.1f} s, {r['trials']} trials, {r['epochs']} epochs, "
               f"best {OBJECTIVE} {r['best_score']:.4f}", file=sys.stderr)

@@ -149,12 +149,15 @@ def _keras_tuner_report(data: dict) -> tuple:
         lines.append(f"* speed-up to equal accuracy: {_stat(summary['speedup_to_level'], '.2f')}")
     if summary["wall_ratio"]:
         lines.append(f"* whole-run wall ratio: {_stat(summary['wall_ratio'], '.2f')}")
+    if summary.get("reuse_speedup"):
+        lines.append(f"* sparkrm-fresh's wall time over sparkrm's (traces not kept / kept): "
+                     f"{_stat(summary['reuse_speedup'], '.2f')}")
     for name in data["tuners"]:
         lines.append(f"* {name}: wall s {_stat(summary['wall_s'][name], '.1f')}; "
                      f"best val accuracy {_stat(summary['best_score'][name], '.4f')}")
 
     def plot(ax):
-        colors = {"keras-tuner": "tab:orange", "sparkrm": "tab:blue"}
+        colors = {"keras-tuner": "tab:orange", "sparkrm": "tab:blue", "sparkrm-fresh": "tab:green"}
         styles = ["-", "--", ":", "-."]
         for i, s in enumerate(data["seeds"]):
             for name in data["tuners"]:

@@ -160,7 +160,9 @@ def versus_keras_tuner(args) -> Path:
         result = run_seed(seed, index, args.tuners, max_epochs=args.max_epochs, factor=args.factor, quiet=args.quiet,
                           keep_best_epoch=args.keep_best_epoch, problem=args.problem)
         runs = result["runs"]
-        if len(runs) == 2:
+        if "sparkrm-fresh" in runs and "sparkrm" in runs:  # item 3's before and after: traces kept or not
+            result["reuse_speedup"] = runs["sparkrm-fresh"]["wall_s"] / runs["sparkrm"]["wall_s"]
+        if "keras-tuner" in runs and "sparkrm" in runs:
             kt, ours = runs["keras-tuner"], runs["sparkrm"]
             level = min(kt["best_score"], ours["best_score"])
             t_kt, t_ours = time_to(kt["trace"], level), time_to(ours["trace"], level)  # None: never in the trace
@@ -176,6 +178,7 @@ def versus_keras_tuner(args) -> Path:
     write_json(path, {"meta": meta, "kind": "keras-tuner", "tuners": args.tuners, "seeds": seeds, "summary": {
         "speedup_to_level": summary(s.get("speedup_to_level") for s in seeds),
         "wall_ratio": summary(s.get("wall_ratio") for s in seeds),
+        "reuse_speedup": summary(s.get("reuse_speedup") for s in seeds),
         "wall_s": {t: summary(s["runs"][t]["wall_s"] for s in seeds) for t in args.tuners},
         "best_score": {t: summary(s["runs"][t]["best_score"] for s in seeds) for t in args.tuners}}})
     render(path)
