@@ -15,6 +15,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from .step import kept_on_model
+
 __all__ = ["evaluate"]
 
 #: The attribute that keeps a model's traced ``test_step``.
@@ -32,16 +34,13 @@ def _floatx(array: np.ndarray) -> np.ndarray:
     return array
 
 
-def _test_step(model, batch):
-    """``model.test_step`` traced for batches shaped like ``batch`` with any number of rows, kept on the model."""
-    specs = tf.nest.map_structure(lambda a: tf.TensorSpec([None, *a.shape[1:]], tf.as_dtype(a.dtype)), batch)
-    steps = getattr(model, _TEST_STEP, None)
-    if steps is None:
-        steps = {}
-        setattr(model, _TEST_STEP, steps)
+def _test_step(model, data):
+    """``model.test_step`` traced for batches shaped like ``data`` with any number of rows, kept on the model."""
+    specs = tf.nest.map_structure(lambda a: tf.TensorSpec([None, *a.shape[1:]], tf.as_dtype(a.dtype)), data)
+    steps = kept_on_model(model, _TEST_STEP, dict)
     key = str(specs)
     if key not in steps:
-        traced = tf.function(lambda data: model.test_step(data), jit_compile=bool(getattr(model, "jit_compile", False)))
+        traced = tf.function(lambda batch: model.test_step(batch), jit_compile=bool(getattr(model, "jit_compile", False)))
         steps[key] = traced.get_concrete_function(specs)
     return steps[key]
 
@@ -65,14 +64,14 @@ def evaluate(model, x, y=None, *, batch_size=None, sample_weight=None) -> dict:
     """
     if not (_is_array(x) and (y is None or _is_array(y)) and (sample_weight is None or _is_array(sample_weight))):
         return model.evaluate(x, y, batch_size=batch_size, sample_weight=sample_weight, verbose=0, return_dict=True)
-    parts = [tf.nest.map_structure(_floatx, p) for p in (x, y, sample_weight) if p is not None]
     if y is None and sample_weight is not None:
         raise ValueError("sample_weight needs y: pass the targets the weights apply to.")
     rows = len(tf.nest.flatten(x)[0])
     if rows == 0:
         raise ValueError("the evaluation data has no rows.")
     size = int(batch_size or 32)
-    data = tuple(parts) if len(parts) > 1 else parts[0]
+    data = keras.utils.pack_x_y_sample_weight(*(None if p is None else tf.nest.map_structure(_floatx, p)
+                                                for p in (x, y, sample_weight)))
     step = _test_step(model, data)
     model.reset_metrics()
     logs = {}

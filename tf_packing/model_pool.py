@@ -51,6 +51,9 @@ def architecture_key(model, device=None) -> str:
     """
     if type(model).__module__ not in ("keras.src.models.sequential", "keras.src.models.functional"):
         raise NotPoolable(f"its class {type(model).__qualname__} is not Keras's Sequential or functional Model")
+    adapted = [layer.name for layer in model._flatten_layers(include_self=False) if hasattr(layer, "adapt")]
+    if adapted:  # an adapted vocabulary or mean is state its configuration does not hold
+        raise NotPoolable(f"its preprocessing layer {adapted[0]} keeps what it adapted to outside its weights")
     try:
         config = {"model": model.get_config(), "compile": model.get_compile_config()}
     except Exception as e:  # noqa: BLE001 - any failure means the configuration cannot stand for the model
@@ -62,14 +65,17 @@ def architecture_key(model, device=None) -> str:
     settings.pop("name", None)
     config["compile"] = {**config["compile"], "optimizer": {**optimizer, "config": settings}}
     _check_keras_only(config)
+    # Layer names are Keras's numbering, except where the logs are named after them (several outputs).
+    outputs = [t._keras_history[0].name for t in model.outputs] if len(model.outputs) > 1 else []
+    config["model"] = _renamed(config["model"], keep=set(outputs))
     config["device"] = device or ""
-    return json.dumps(_renamed(config), sort_keys=True, default=repr)
+    return json.dumps(config, sort_keys=True, default=repr)
 
 
 def _check_keras_only(config) -> None:
     if isinstance(config, dict):
         module = config.get("module")
-        if isinstance(module, str) and not module.startswith("keras"):
+        if isinstance(module, str) and module != "keras" and not module.startswith("keras."):
             raise NotPoolable(f"{config.get('class_name')} comes from {module}, not from Keras")
         if config.get("class_name") == "Lambda":
             raise NotPoolable("it has a Lambda layer")
@@ -80,13 +86,16 @@ def _check_keras_only(config) -> None:
             _check_keras_only(value)
 
 
-def _renamed(config):
-    """``config`` with the layers' own names replaced by their order (Keras numbers fresh layers per process)."""
+def _renamed(config, keep=frozenset()):
+    """A model's ``config`` with its layers' names replaced by their order (Keras numbers fresh layers per process).
+
+    Names in ``keep`` stay as they are.
+    """
     names = {}
 
     def collect(node):
         if isinstance(node, dict):
-            if isinstance(node.get("name"), str):
+            if isinstance(node.get("name"), str) and node["name"] not in keep:
                 names.setdefault(node["name"], f"#{len(names)}")
             for value in node.values():
                 collect(value)
@@ -124,11 +133,15 @@ class ModelPool:
         Trials that trained on their own fresh model.
     """
 
+    #: Packed steps kept at most: one per composition of kept models met, the least recently used dropped first.
+    MAX_STEPS = 64
+
     def __init__(self, max_models: int = 8):
         self.max_models = max_models
+        self.search = None          # whose models these are (see models_kept)
         self._free = OrderedDict()  # id(model) -> (key, model), least recently used first
         self._keys = {}             # id(model) -> key of a model in use, handed out or built here
-        self._steps = {}            # (ids of models, ...) -> packed step holding those models
+        self._steps = OrderedDict() # (ids of models, ...) -> packed step holding those models
         self.reused_ = 0
         self.built_ = 0
 
@@ -147,9 +160,14 @@ class ModelPool:
             return fresh
         for model_id, (kept_key, model) in self._free.items():
             if kept_key == key:
+                build_optimizer(fresh, "/CPU:0")  # its state is only read: keep the device's memory for the pack
+                state = free(fresh)
+                try:
+                    load(model, device, state)
+                except Exception:
+                    self._evict(model_id)
+                    raise
                 del self._free[model_id]
-                build_optimizer(fresh, device)
-                load(model, device, free(fresh, device))
                 self._keys[model_id] = key
                 self.reused_ += 1
                 return model
@@ -176,18 +194,23 @@ class ModelPool:
     # -- packed steps over kept models ------------------------------------------------------
     def step(self, key):
         """The packed step kept for ``key`` (its first element: the ids of the models it holds), or None."""
+        if key in self._steps:
+            self._steps.move_to_end(key)
         return self._steps.get(key)
 
     def keep_step(self, key, step) -> None:
         if all(model_id in self._keys or model_id in self._free for model_id in key[0]):
             self._steps[key] = step
+            while len(self._steps) > self.MAX_STEPS:
+                self._steps.popitem(last=False)
 
     def _evict(self, model_id) -> None:
         self._free.pop(model_id)
         self._drop_steps(model_id)
 
     def _drop_steps(self, model_id) -> None:
-        self._steps = {k: s for k, s in self._steps.items() if model_id not in k[0]}
+        for key in [k for k in self._steps if model_id in k[0]]:
+            del self._steps[key]
 
     def __len__(self) -> int:
         return len(self._free)
@@ -196,11 +219,15 @@ class ModelPool:
 _PROCESS_POOL = ModelPool(0)
 
 
-def models_kept(max_models: int) -> ModelPool:
-    """This process's pool, now keeping at most ``max_models``.
+def models_kept(max_models: int, search=None) -> ModelPool:
+    """This process's pool, now keeping at most ``max_models`` for ``search``.
 
     One per process, not per tuner or task: a Spark executor's Python worker runs one rung's pack after
     another, each task with its own unpickled copy of the tuner's settings, and reuses the models of the last.
+    The first task of another ``search`` lets the models of the last one go.
     """
+    if search is not None and search != _PROCESS_POOL.search:
+        _PROCESS_POOL.clear()
+        _PROCESS_POOL.search = search
     _PROCESS_POOL.max_models = max_models
     return _PROCESS_POOL

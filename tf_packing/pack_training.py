@@ -108,6 +108,8 @@ class PackTraining:
     kept_models : int
         The most models alive at once in a process: a pack's, and those kept between packs so that a later
         trial of the same architecture reuses one and its traces (:mod:`.model_pool`). 0 keeps none.
+    search_id : str
+        Names the search, so a process that trained another search's packs lets those models go.
     """
 
     build_fn: object
@@ -121,6 +123,7 @@ class PackTraining:
     progress: RungProgress | None = None
     keep_best_epoch: bool = False
     kept_models: int = 0
+    search_id: str = ""
 
     def build(self, trial) -> keras.Model:
         """``trial``'s compiled model, with weights drawn from its own seed."""
@@ -149,7 +152,7 @@ class PackTraining:
         try:
             return self._fit(trials, epochs, checkpoints, data, validation, keeper, device), 0
         except tf.errors.ResourceExhaustedError as e:
-            models_kept(self.kept_models).clear()  # what they hold is the first memory to give back
+            models_kept(self.kept_models, self.search_id).clear()  # what they hold is the first memory to give back
             halves = split_group(list(range(len(trials))))  # raises for a single trial
             log.warning("pack of %d trials ran out of memory (%s); splitting it into %s and retrying from "
                         "the rung's checkpoints", len(trials), str(e).splitlines()[0][:120],
@@ -168,7 +171,8 @@ class PackTraining:
         """Build the group's models, train them as one pack, return their checkpoints, drop the models."""
         x, y = data
         val = validation
-        pool = models_kept(self.kept_models)
+        pool = models_kept(self.kept_models, self.search_id)
+        reused = pool.reused_
         pack = PackedModel([], device=device, pool=pool)
         by_name, callbacks, best, models = {}, {}, {}, []
         try:
@@ -188,6 +192,8 @@ class PackTraining:
                 if self.keep_best_epoch:
                     best[name] = _BestEpoch(keeper, trial, member)
                     callbacks[name].append(best[name])
+            if pool.reused_ > reused and tf.config.list_logical_devices("GPU"):
+                gc.collect()  # the fresh models whose state went to kept ones: their device memory, before training
             trained = self._train_pack(pack, by_name, callbacks, x, y, val, keeper)
         finally:
             for model in models:

@@ -232,7 +232,7 @@ class PackedModel:
 
     def _step(self, batch, takes: dict) -> dict:
         """One packed step over ``batch``; ``takes`` maps member names to (offset, rows)."""
-        names = tuple(sorted(self.members))
+        names = tuple(sorted(self.members, key=lambda n: id(self.members[n].model)))  # the same models, the same step
         models = tuple(id(self.members[n].model) for n in names)
         specs = batch_spec(batch)
         key = (models, str(specs), self.device)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-__all__ = ["build_step", "member_step", "prime"]
+__all__ = ["build_step", "kept_on_model", "member_step", "prime"]
 
 #: The attribute that keeps a model's traced ``train_step``.
 _TRAIN_STEP = "_tf_packing_train_step"
@@ -47,17 +47,25 @@ def prime(model, batch) -> None:
     symbolic_build(data_batch=tuple(part for part in batch if part is not None) if batch[2] is None else batch)
 
 
-def member_step(model):
-    """``model.train_step`` as a ``tf.function`` kept on the model: traced once per input structure.
+def kept_on_model(model, attribute: str, make):
+    """``make()``, made once per compilation of ``model`` and kept on the model as ``attribute``.
 
-    Kept on the model itself, not in a table beside it, so it goes with the model (and with it its
-    hold on the model's variables).
+    Kept on the model itself, not in a table beside it, so it goes with the model (and with it its hold on
+    the model's variables). Compiling the model again (another optimizer, loss or metrics) makes it anew, as
+    Keras drops its own ``train_function`` then.
     """
-    step = getattr(model, _TRAIN_STEP, None)
-    if step is None:
-        step = tf.function(lambda data: model.train_step(data), reduce_retracing=True)
-        setattr(model, _TRAIN_STEP, step)
-    return step
+    compiled = (id(getattr(model, "optimizer", None)), id(getattr(model, "_compile_config", None)))
+    kept = getattr(model, attribute, None)
+    if kept is None or kept[0] != compiled:
+        kept = (compiled, make())
+        setattr(model, attribute, kept)
+    return kept[1]
+
+
+def member_step(model):
+    """``model.train_step`` as a ``tf.function`` kept on the model: traced once per input structure."""
+    return kept_on_model(model, _TRAIN_STEP,
+                         lambda: tf.function(lambda data: model.train_step(data), reduce_retracing=True))
 
 
 def build_step(models, specs, *, jit_compile=False, preprocess=None, calls=None):

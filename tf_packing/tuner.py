@@ -31,6 +31,7 @@ import gc
 import logging
 import math
 import time
+import uuid
 
 import keras
 import numpy as np
@@ -216,7 +217,8 @@ class Tuner:
                                    best_epoch=keep_best_epoch)
         self._training = PackTraining(self._build_fn, self.oracle_.space, seed, self.objective.name,
                                       batch_size_key, default_batch_size, keep_best_epoch=keep_best_epoch,
-                                      kept_models=_kept_models(reuse_models, max_group, memory_capacity))
+                                      kept_models=_kept_models(reuse_models, max_group, memory_capacity),
+                                      search_id=uuid.uuid4().hex)
         self._progress = self._resumed = None
         if self._project.path is not None:
             self._progress = self._training.progress = RungProgress(self._project.path / "partial")

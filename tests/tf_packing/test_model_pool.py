@@ -86,6 +86,60 @@ def test_models_holding_the_users_own_code_are_not_pooled(tf_det):
             architecture_key(model)
 
 
+def test_state_a_configuration_does_not_hold_keeps_a_model_out_of_the_pool(tf_det, digits):
+    """An adapted Normalization keeps its mean outside its weights and its config: reusing it would be wrong."""
+    import keras
+
+    from tf_packing.model_pool import NotPoolable, _check_keras_only, architecture_key
+
+    norm = keras.layers.Normalization()
+    norm.adapt(digits[0])
+    model = keras.Sequential([keras.Input((64,)), norm, keras.layers.Dense(10, activation="softmax")])
+    model.compile("adam", "sparse_categorical_crossentropy")
+    with pytest.raises(NotPoolable, match="keeps what it adapted to"):
+        architecture_key(model)
+    with pytest.raises(NotPoolable, match="from keras_hub.layers"):  # a library named keras-something is not Keras
+        _check_keras_only({"module": "keras_hub.layers", "class_name": "TokenAndPositionEmbedding"})
+
+
+def test_names_the_logs_carry_stay_in_the_architecture(tf_det):
+    import keras
+
+    from tf_packing.model_pool import architecture_key
+
+    def with_metric(name):
+        model = mlp()
+        model.compile("adam", "sparse_categorical_crossentropy",
+                      metrics=[keras.metrics.SparseCategoricalAccuracy(name=name)])
+        return model
+
+    assert architecture_key(with_metric("acc")) != architecture_key(with_metric("accuracy_xyz"))
+
+    def two_outputs(names):
+        inputs = keras.Input((64,))
+        hidden = keras.layers.Dense(16)(inputs)
+        model = keras.Model(inputs, [keras.layers.Dense(10, name=n)(hidden) for n in names])
+        model.compile("adam", "mse")
+        return model
+
+    assert architecture_key(two_outputs(["a", "b"])) != architecture_key(two_outputs(["c", "d"]))
+
+
+def test_compiling_again_traces_the_training_step_again(tf_det, digits):
+    import keras
+
+    from tf_packing.step import member_step
+
+    model = mlp()
+    first = member_step(model)
+    assert member_step(model) is first
+    model.compile(keras.optimizers.SGD(0.0), "sparse_categorical_crossentropy")
+    before = [np.array(w) for w in model.get_weights()]
+    member_step(model)((digits[0][:32], digits[1][:32]))
+    for got, want in zip(model.get_weights(), before):  # the new optimizer, learning rate 0, not the old Adam
+        np.testing.assert_array_equal(got, want)
+
+
 def _fit(model, x, y, xv, yv, pool=None):
     from tf_packing import PackedModel
     from tf_packing.packed import Member
