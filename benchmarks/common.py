@@ -227,3 +227,18 @@ def shutdown_driver_jvm() -> None:
         proc.wait(timeout=60)
     SparkContext._gateway = None
     SparkContext._jvm = None
+
+
+def labelled_names_problem(names: list, known, flag: str) -> str | None:
+    """Why ``names`` (each ``NAME`` or ``NAME@LABEL``, a second run under another name) cannot run, or None.
+
+    A name not in ``known``, or one given twice: an A/A run names it again under a label instead.
+    """
+    unknown = [n for n in names if n.partition("@")[0] not in known]
+    if unknown:
+        return f"unknown {flag} {unknown}; choose from {','.join(known)}"
+    if len(set(names)) != len(names):
+        return (f"a name is given twice in {flag} {','.join(names)}; run it again under a label instead, "
+                f"e.g. {names[0]},{names[0]}@again")
+    return None
+

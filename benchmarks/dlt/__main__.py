@@ -22,7 +22,7 @@ import os
 import time
 from pathlib import Path
 
-from benchmarks.common import interval, result_path, run_metadata, write_json
+from benchmarks.common import interval, labelled_names_problem, result_path, run_metadata, write_json
 
 from . import metrics
 from .report import write_report
@@ -72,15 +72,16 @@ def main(argv=None) -> int:
                         help="device memory the chosen jobs' estimates must fit (1 MB: two of the widest jobs, dozens of the smallest)")
     parser.add_argument("--max-pack", type=int, default=4)
     parser.add_argument("--history-epochs", type=int, default=12)
-    parser.add_argument("--arms", default=DEFAULT_ARMS, help="comma-separated subset of " + ",".join(ARMS))
+    parser.add_argument("--arms", default=DEFAULT_ARMS, help="comma-separated subset of " + ",".join(ARMS) + "; ARM@LABEL runs an arm again "
+                        "under another name (an A/A run)")
     parser.add_argument("--tag", default="")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     arms = [a.strip() for a in args.arms.split(",") if a.strip()]
-    unknown = sorted(set(arms) - set(ARMS))
-    if unknown:
-        parser.error(f"unknown arms {unknown}; choose from {', '.join(ARMS)}")
+    problem = labelled_names_problem(arms, ARMS, "--arms")
+    if problem:
+        parser.error(problem)
     seeds = [int(s) for s in args.seeds.split(",")]
 
     from tf_packing import load_digits
@@ -95,7 +96,7 @@ def main(argv=None) -> int:
     for s, seed in enumerate(seeds):
         specs = jobs(seed, args.jobs, **draw)
         for name in arms[s % len(arms):] + arms[:s % len(arms)]:
-            policy, pack, threshold = ARMS[name]
+            policy, pack, threshold = ARMS[name.partition("@")[0]]
             workload = [DltJob(j["name"], lambda j=j: build(j["kind"], j["lr"], j["seed"]), j["criterion"],
                                kind=j["kind"], batch_size=j["batch_size"], arrival_s=j["arrival_s"], seed=j["seed"])
                         for j in specs]

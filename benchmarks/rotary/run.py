@@ -25,7 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import PROJECT_DIR, add_master_option, benchmark_session, result_path, run_metadata, write_json
+from benchmarks.common import (PROJECT_DIR, add_master_option, benchmark_session, labelled_names_problem, result_path,
+                               run_metadata, write_json)
 
 from .report import alone_time, write_time_to_accuracy_report, write_workload_report
 
@@ -229,12 +230,9 @@ def main(argv=None) -> int:
 
         suspend(args)
     elif args.kind == "workload":
-        unknown = [p for p in args.policies if p.partition("@")[0] not in policies.POLICIES]
-        if unknown:
-            parser.error(f"unknown policies {unknown}; choose from {','.join(policies.POLICIES)}")
-        if len(set(args.policies)) != len(args.policies):
-            parser.error(f"a policy is named twice in --policies {','.join(args.policies)}; run it again under "
-                         "a label instead, e.g. utility-sum,utility-sum@again")
+        problem = labelled_names_problem(args.policies, policies.POLICIES, "--policies")
+        if problem:
+            parser.error(problem)
         workload(args)
     else:
         time_to_accuracy(args)

@@ -78,9 +78,9 @@ def test_time_to_accuracy_and_workload_reports(tmp_path, data, suspend_run):
 
 def test_unknown_policy_is_refused(tmp_path):
     run = _bench("workload", "--policies", "fifo", "--out", str(tmp_path))
-    assert run.returncode == 2 and "unknown policies ['fifo']" in run.stderr
+    assert run.returncode == 2 and "unknown --policies ['fifo']" in run.stderr
     run = _bench("workload", "--policies", "edf,edf", "--out", str(tmp_path))
-    assert run.returncode == 2 and "run it again under a label instead, e.g. utility-sum,utility-sum@again" in run.stderr
+    assert run.returncode == 2 and "run it again under a label instead, e.g. edf,edf@again" in run.stderr
 
 
 def test_the_report_pairs_max_min_with_max_sum_and_a_policy_with_its_second_run():

@@ -22,3 +22,15 @@ def test_arms_parse_to_kind_count_and_kill(arm, parsed):
 def test_a_bad_arm_names_the_accepted_forms(arm):
     with pytest.raises(ValueError, match=rf"^arm {re.escape(repr(arm))}: use .local., .spark-N."):
         parse_arm(arm)
+
+
+def test_a_name_runs_again_under_a_label_but_not_twice_bare():
+    """The DLT and Rotary benchmarks' --arms and --policies: NAME@LABEL is an A/A run of NAME."""
+    from benchmarks.common import labelled_names_problem
+
+    known = {"fifo": 0, "rotary-dlt": 1}
+    assert labelled_names_problem(["fifo", "rotary-dlt", "rotary-dlt@again"], known, "--arms") is None
+    assert labelled_names_problem(["edf"], known, "--arms") == "unknown --arms ['edf']; choose from fifo,rotary-dlt"
+    assert labelled_names_problem(["fifo@x@y", "fifo"], known, "--arms") is None  # the label is whatever follows @
+    assert "run it again under a label instead, e.g. fifo,fifo@again" in labelled_names_problem(
+        ["fifo", "fifo"], known, "--arms")
