@@ -80,3 +80,20 @@ def small_classifier(config, extra=None):
     opt = {"adam": keras.optimizers.Adam, "sgd": keras.optimizers.SGD}[config["optimizer"]](config["learning_rate"])
     model.compile(opt, "sparse_categorical_crossentropy", metrics=["accuracy"])
     return model
+
+
+def counting_builds(build):
+    """``(build_fn, peak)``: ``build`` that appends to ``peak`` how many of its models are alive as each is built."""
+    import gc
+    import weakref
+
+    live, peak = weakref.WeakSet(), []
+
+    def counted(config):
+        gc.collect()
+        model = build(config)
+        live.add(model)
+        peak.append(len(live))
+        return model
+
+    return counted, peak

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from .conftest import SMALL_SPACE as SPACE
-from .conftest import small_classifier
+from .conftest import counting_builds, small_classifier
 
 pytestmark = pytest.mark.tf
 
@@ -200,22 +200,11 @@ def test_the_pool_keeps_no_more_than_it_may(tf_det):
 
 
 def test_a_search_reusing_models_finds_the_same_trials_and_scores(tf_det, digits):
-    import weakref
-
     from tf_packing import Tuner
     from tf_packing.model_pool import models_kept
 
     x, y, xv, yv = digits
-    live, peak = weakref.WeakSet(), []
-
-    def counted(config):
-        import gc
-
-        gc.collect()
-        model = small_classifier(config)
-        live.add(model)
-        peak.append(len(live))
-        return model
+    counted, peak = counting_builds(small_classifier)
 
     def run(reuse):
         pool = models_kept(0)

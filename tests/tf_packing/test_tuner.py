@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from .conftest import SMALL_SPACE as SPACE
+from .conftest import counting_builds
 from .conftest import small_classifier as build
 
 
@@ -29,17 +30,7 @@ def plain(tf_det, digits):
 @pytest.fixture(scope="module")
 def packed(tf_det, digits):
     """Pack-aware Hyperband, and how many of its models were alive as each was built."""
-    import gc
-
-    live, peak = weakref.WeakSet(), []
-
-    def counted(config):
-        gc.collect()
-        model = build(config)
-        live.add(model)
-        peak.append(len(live))
-        return model
-
+    counted, peak = counting_builds(build)
     return search(digits, packing="knn", build_fn=counted, reuse_models=3), peak
 
 
