@@ -245,3 +245,19 @@ def test_evaluate_equals_keras_evaluate(tf_det, digits):
     inputs = {"a": xv[:, :40], "b": xv[:, 40:]}
     assert evaluate(two, inputs, yv, batch_size=50) == two.evaluate(inputs, yv, batch_size=50, verbose=0,
                                                                       return_dict=True)
+
+
+@pytest.mark.parametrize("reuse_models, kept", [(True, 32), (False, 0), (5, 5), (0, 0)])
+def test_reuse_models_sets_how_many_models_a_process_keeps(reuse_models, kept):
+    from tf_packing.tuner import _kept_models
+
+    assert _kept_models(reuse_models, 8, None) == kept
+    assert _kept_models(reuse_models, 8, 2**30) == 0  # a memory capacity counts a pack's models only
+
+
+@pytest.mark.parametrize("bad", [-1, 2.5, "yes"])
+def test_a_bad_reuse_models_says_what_it_takes(bad):
+    from tf_packing.tuner import _kept_models
+
+    with pytest.raises(ValueError, match=r"reuse_models must be True, False or a number of models >= 0"):
+        _kept_models(bad, 8, None)
