@@ -238,10 +238,11 @@ class PackedModel:
         key = (models, str(specs), self.device)
         if key not in self._steps:
             self._steps = {k: v for k, v in self._steps.items() if k[0] == models}  # drop stale traces
-            kept = self.pool.step(key) if self.pool is not None and self.preprocess is None else None
+            pool = self.pool if self.preprocess is None else None  # a kept step would count another pack's calls
+            kept = pool.step(key) if pool is not None else None
             self._steps[key] = kept or self._build_step(names, batch, specs)
-            if kept is None and self.pool is not None and self.preprocess is None:
-                self.pool.keep_step(key, self._steps[key])
+            if kept is None and pool is not None:
+                pool.keep_step(key, self._steps[key])
         offsets = np.array([takes.get(n, (0, 0))[0] for n in names], dtype=np.int32)
         counts = np.array([takes.get(n, (0, 0))[1] for n in names], dtype=np.int32)
         x, y, w = batch

@@ -138,7 +138,7 @@ def summarize(runs: list, arms: list, seeds: list, headline: str) -> tuple[dict,
     differences of the ``headline`` measure and of the worst job's progress."""
     table = {}
     for seed in seeds:
-        of_seed = {r["arm"]: r for r in runs if r["seed"] == seed}
+        of_seed = metrics.runs_by_arm(runs, seed)
         reference_s = metrics.reference_time(of_seed)
         for arm, run in of_seed.items():
             table[arm, seed] = measures(run["jobs"], reference_s)

@@ -68,6 +68,11 @@ def makespan(results: list[dict]) -> float:
     return max(r["finished_s"] for r in results)
 
 
+def runs_by_arm(runs: list[dict], seed) -> dict:
+    """The runs of one seed, by arm."""
+    return {r["arm"]: r for r in runs if r["seed"] == seed}
+
+
 def reference_time(of_seed: dict) -> float:
     """The time every arm of a seed is measured at fractions of, from its runs by arm: FIFO's for the whole
     workload (without a FIFO arm, the fastest arm's)."""

@@ -59,7 +59,7 @@ def _plot_over_time(payload: dict, png: Path) -> None:
     for arm in payload["summary"]:
         attained, worst = [], []
         for seed in seeds:
-            of_seed = {r["arm"]: r for r in runs if r["seed"] == seed}
+            of_seed = metrics.runs_by_arm(runs, seed)
             jobs, reference_s = of_seed[arm]["jobs"], metrics.reference_time(of_seed)
             attained.append([metrics.attained_by(jobs, f * reference_s) for f in fractions])
             worst.append([metrics.worst_progress(jobs, [f * reference_s]) for f in fractions])
