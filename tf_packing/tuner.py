@@ -576,13 +576,11 @@ class Tuner:
 
 def _kept_models(reuse_models, max_group: int, memory_capacity) -> int:
     """How many models a process keeps alive for reuse (see ``reuse_models``)."""
+    if not isinstance(reuse_models, int) or reuse_models < 0:  # bool is an int
+        raise ValueError(f"reuse_models must be True, False or a number of models >= 0. Got {reuse_models!r}.")
     if memory_capacity is not None or reuse_models is False:
         return 0
-    if reuse_models is True:
-        return 4 * max_group
-    if not isinstance(reuse_models, int) or reuse_models < 0:
-        raise ValueError(f"reuse_models must be True, False or a number of models >= 0. Got {reuse_models!r}.")
-    return reuse_models
+    return 4 * max_group if reuse_models is True else reuse_models
 
 
 def _deterministic() -> bool:
