@@ -11,14 +11,16 @@ from .conftest import counting_builds, small_classifier
 pytestmark = pytest.mark.tf
 
 
-def mlp(lr=1e-3, *, units=16, activation="relu", optimizer="adam", dropout=False, loss="sparse_categorical_crossentropy",
-        metrics=("accuracy",), seed=0):
+def mlp(lr=1e-3, *, units=16, activation="relu", optimizer="adam", dropout=False, batchnorm=False,
+        loss="sparse_categorical_crossentropy", metrics=("accuracy",), seed=0):
     import keras
 
     keras.utils.set_random_seed(seed)
     layers = [keras.Input((64,)), keras.layers.Dense(units, activation=activation)]
     if dropout:
         layers.append(keras.layers.Dropout(0.3))
+    if batchnorm:
+        layers.append(keras.layers.BatchNormalization())
     model = keras.Sequential(layers + [keras.layers.Dense(10, activation="softmax")])
     opt = {"adam": keras.optimizers.Adam, "sgd": keras.optimizers.SGD, "adagrad": keras.optimizers.Adagrad,
            "momentum": lambda lr: keras.optimizers.SGD(lr, momentum=0.9)}[optimizer](lr)
@@ -149,21 +151,31 @@ def _fit(model, x, y, xv, yv, pool=None):
     return history, [np.array(w) for w in model.get_weights()], pack
 
 
-@pytest.mark.parametrize("optimizer", ["adam", "adagrad"])
-def test_a_kept_model_trains_a_new_trial_exactly_as_its_fresh_model_would(tf_det, digits, optimizer):
-    """Weights, optimizer state (Adagrad starts at 0.1, not 0) and Dropout's generator all come from the fresh model."""
+@pytest.mark.parametrize("optimizer, layer, policy", [("adam", "dropout", "float32"), ("adagrad", "dropout", "float32"),
+                                                     ("adam", "batchnorm", "float32"),
+                                                     ("adam", "dropout", "mixed_float16")])
+def test_a_kept_model_trains_a_new_trial_exactly_as_its_fresh_model_would(tf_det, digits, optimizer, layer, policy):
+    """Weights, optimizer state (Adagrad starts at 0.1, not 0; the loss scale under mixed precision), BatchNorm's
+    moving statistics and Dropout's generator all come from the fresh model."""
+    import keras
+
     from tf_packing.model_pool import ModelPool
 
     x, y, xv, yv = digits
-    pool = ModelPool(4)
-    first = pool.acquire(mlp(1e-2, optimizer=optimizer, dropout=True, seed=1))
-    _fit(first, x, y, xv, yv, pool)
-    pool.release(first)
-    expected_history, expected_weights, _ = _fit(mlp(3e-3, optimizer=optimizer, dropout=True, seed=2), x, y, xv, yv)
+    build = lambda lr, seed: mlp(lr, optimizer=optimizer, seed=seed, **{layer: True})  # noqa: E731
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        pool = ModelPool(4)
+        first = pool.acquire(build(1e-2, 1))
+        _fit(first, x, y, xv, yv, pool)
+        pool.release(first)
+        expected_history, expected_weights, _ = _fit(build(3e-3, 2), x, y, xv, yv)
 
-    reused = pool.acquire(mlp(3e-3, optimizer=optimizer, dropout=True, seed=2))
-    assert reused is first and pool.reused_ == 1
-    history, weights, _ = _fit(reused, x, y, xv, yv, pool)
+        reused = pool.acquire(build(3e-3, 2))
+        assert reused is first and pool.reused_ == 1
+        history, weights, _ = _fit(reused, x, y, xv, yv, pool)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
     assert history == expected_history
     for got, want in zip(weights, expected_weights):
         np.testing.assert_array_equal(got, want)
@@ -259,5 +271,6 @@ def test_reuse_models_sets_how_many_models_a_process_keeps(reuse_models, kept):
 def test_a_bad_reuse_models_says_what_it_takes(bad):
     from tf_packing.tuner import _kept_models
 
-    with pytest.raises(ValueError, match=r"reuse_models must be True, False or a number of models >= 0"):
-        _kept_models(bad, 8, None)
+    for capacity in (None, 2**30):  # refused with a memory capacity too, where none is kept anyway
+        with pytest.raises(ValueError, match=r"reuse_models must be True, False or a number of models >= 0"):
+            _kept_models(bad, 8, capacity)
