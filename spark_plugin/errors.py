@@ -23,3 +23,7 @@ class UnsupportedSparkVersion(SparkrmError, RuntimeError):
 
 class UsageError(SparkrmError, ValueError):
     """A command-line argument is unusable: the message names the option, the value and the fix."""
+
+
+class NotOursError(SparkrmError, ValueError):
+    """A path sparkrm was asked to write holds something it did not write: refused, nothing is touched."""

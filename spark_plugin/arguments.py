@@ -1,0 +1,95 @@
+"""Arguments checked where they enter, by one rule each.
+
+A command-line option or an API argument that sets what a configuration key sets (``wrangler evaluate
+--confidence``, ``JobGate(max_in_flight=...)``) is checked by that key's own rule (:class:`~spark_plugin.config.Key`:
+type, range, options), so the two can never disagree. An argument with no key but whose work grows with its
+value (batches, packs, groups) is checked by :func:`whole_number` against a range with an upper bound.
+Both raise :class:`~spark_plugin.errors.UsageError` (a ``ValueError``) with one line naming the argument, the
+value, what is accepted and the fix; :func:`key_option` and :func:`whole_number_option` give argparse types that
+report the same line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from numbers import Integral, Real
+
+from .errors import ConfigError, UsageError
+from .keys import KEYS
+
+
+def by_key(key: str, value, *, what: str):
+    """``value`` of argument ``what``, parsed and range-checked by configuration key ``key``'s rule.
+
+    Returns the parsed value (an enum lower-cased, a size in bytes, a duration in milliseconds)."""
+    rule = KEYS[key]
+    if value is None or isinstance(value, bool) and rule.kind != "bool":
+        raise UsageError(f"{what} must be {rule.expected()} (as {key}). Got {value!r}. {_fix(rule)}")
+    try:
+        return rule.parse(str(value))
+    except ConfigError:
+        raise UsageError(f"{what} must be {rule.expected()} (as {key}). Got {value!r}. {_fix(rule)}") from None
+
+
+def whole_number(value, *, what: str, low: int, high: int, fix: str = "") -> int:
+    """``value`` of argument ``what`` once it is a whole number in ``[low, high]``.
+
+    ``high`` bounds work that grows with the number; ``fix`` says what to pass instead."""
+    if isinstance(value, bool) or not isinstance(value, Integral) or not low <= value <= high:
+        raise UsageError(f"{what} must be a whole number in [{low}, {high}]. Got {value!r}."
+                         + (f" {fix}" if fix else ""))
+    return int(value)
+
+
+def number(value, *, what: str, low: float | None = None, high: float | None = None, low_open: bool = False,
+           fix: str = "") -> float:
+    """``value`` of argument ``what`` once it is a finite number in the range given."""
+    ok = isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value)
+    ok = ok and (low is None or (value > low if low_open else value >= low)) and (high is None or value <= high)
+    if not ok:
+        bound = " and ".join(b for b in ((f"> {low:g}" if low_open else f">= {low:g}") if low is not None else "",
+                                         f"<= {high:g}" if high is not None else "") if b)
+        raise UsageError(f"{what} must be a finite number{' ' + bound if bound else ''}. Got {value!r}."
+                         + (f" {fix}" if fix else ""))
+    return float(value)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose complaints are one line (``error: ...``, the way to ``--help``) and exit status 2.
+
+    Every sparkrm command line is built on it (sub-commands inherit it), so a bad option reads like every other
+    bad input here instead of argparse's usage block."""
+
+    def error(self, message):
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
+
+
+def key_option(key: str, option: str):
+    """An argparse ``type=`` that checks an option by key ``key``'s rule (e.g. ``--confidence``)."""
+    def parse(text: str):
+        try:
+            return by_key(key, text, what=option)
+        except UsageError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    parse.__name__ = KEYS[key].kind
+    return parse
+
+
+def whole_number_option(option: str, *, low: int, high: int, fix: str = ""):
+    """An argparse ``type=`` for a whole-number option in ``[low, high]``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = text
+        try:
+            return whole_number(value, what=option, low=low, high=high, fix=fix)
+        except UsageError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    parse.__name__ = "int"
+    return parse
+
+
+def _fix(rule) -> str:
+    return f"Pass e.g. {rule.example or rule.default}." if (rule.example or rule.default) else ""
