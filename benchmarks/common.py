@@ -17,6 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from spark_plugin import ownership
+
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 
@@ -93,8 +95,21 @@ def result_path(feature: str, suffix: str, meta: dict, out_dir: Path | None = No
     return folder / f"{meta['date'][:10]}-{meta['git_sha']}.{suffix}"
 
 
+def _is_result(path: Path) -> bool:
+    """Whether ``path`` is a JSON object a benchmark of ours wrote (each carries ``meta``)."""
+    try:
+        return isinstance(payload := json.loads(Path(path).read_text()), dict) and "meta" in payload
+    except (OSError, ValueError):
+        return False
+
+
+#: A benchmark's JSON result: replaced only by another run's result.
+RESULT = ownership.FileKind("benchmark result", _is_result, ".json")
+
+
 def write_json(path: Path, payload: dict) -> Path:
-    """Write ``payload`` atomically: a reader never sees half a result."""
+    """Write ``payload`` atomically: a reader never sees half a result, and no file of the user's is replaced."""
+    path = RESULT.check_writable(path)
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(payload, indent=1, sort_keys=True))
     os.replace(tmp, path)
@@ -167,10 +182,14 @@ def pyplot():
 
 
 def save_figure(fig, png: Path, *, dpi: int = 120) -> None:
-    """Lay out ``fig``, write it to ``png`` and close it (open figures hold memory until the process ends)."""
+    """Lay out ``fig``, write it to ``png`` and close it (open figures hold memory until the process ends).
+
+    A PNG already at ``png`` is replaced only when sparkrm saved it (spark_plugin.ownership)."""
     fig.tight_layout()
-    fig.savefig(png, dpi=dpi)
-    pyplot().close(fig)
+    try:
+        ownership.save_figure(fig, png, dpi=dpi)
+    finally:
+        pyplot().close(fig)
 
 
 def write_markdown(json_path, lines: list[str]) -> Path:

@@ -16,6 +16,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from spark_plugin.errors import NotOursError
+from spark_plugin.ownership import FolderKind
 from spark_plugin.standalone import StandaloneCluster, WorkerHost
 
 from . import isolation
@@ -26,6 +28,11 @@ EXECUTOR_OVERHEAD_MB, WORKER_MB = 640, 512
 
 def default_dir() -> Path:
     return Path(os.environ.get("SPARKRM_CLUSTER_DIR", Path.home() / ".cache" / "sparkrm" / "cluster"))
+
+
+#: The cluster's folder: its state, each host's local directory, the standalone daemons' logs and work folder.
+CLUSTER_FOLDER = FolderKind("emulated cluster folder", ("state.json", "state.json.tmp", "host-*", "*.log", "work",
+                                                        "*.out", "*.pid"))
 
 
 class ClusterError(RuntimeError):
@@ -71,7 +78,10 @@ def up(spec: ClusterSpec, directory: Path | None = None, log=print) -> dict:
     log(f"network: {'a namespace per host' if use_netns else f'loopback addresses ({net_reason})'}")
     for c in isolation.GROUPS:
         log(f"cgroup {c}: {'per host' if c not in cg_reasons else f'none ({cg_reasons[c]})'}")
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        CLUSTER_FOLDER.claim(directory, what="the cluster folder")
+    except NotOursError as e:
+        raise ClusterError(f"{e} (or set SPARKRM_CLUSTER_DIR to another folder)") from None
     hosts = []
     for i in range(spec.hosts):
         local = directory / f"host-{i}" / "local"
@@ -123,7 +133,10 @@ def down(directory: Path | None = None, log=print) -> bool:
     problems = isolation.teardown(state["hosts"])
     for p in problems:
         log(f"could not remove {p}")
-    shutil.rmtree(directory, ignore_errors=True)
+    if CLUSTER_FOLDER.is_ours(directory):
+        shutil.rmtree(directory)
+    else:
+        log(f"left {directory} in place: it holds files the cluster did not write")
     log("the emulated cluster is down" + (" (see above for what is left)" if problems else ""))
     return True
 

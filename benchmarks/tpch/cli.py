@@ -25,6 +25,9 @@ import sys
 from pathlib import Path
 
 from benchmarks.common import run_metadata
+from spark_plugin.arguments import Parser
+from spark_plugin.errors import NotOursError
+from spark_plugin.ownership import FolderKind
 
 from .data import DataError, default_root
 from .modes import DEFAULT_MODES, MODES, ModeError, parse_modes
@@ -34,6 +37,8 @@ from .report import write_outputs
 from .runner import RunConfig, WorkerFailed, run
 
 OUTPUTS = ("results.json", "report.md", "report.png")
+#: ``--out``: replaced only when an earlier run of this harness wrote it (spark_plugin.ownership).
+RESULTS_FOLDER = FolderKind("TPC-H results folder", OUTPUTS)
 
 
 class UsageError(ValueError):
@@ -41,7 +46,7 @@ class UsageError(ValueError):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.tpch", description=__doc__,
+    p = Parser(prog="python -m benchmarks.tpch", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sf", type=float, default=1.0, help="scale factor, > 0 (default 1)")
     p.add_argument("--queries", default="1-22", help="e.g. 1-22, 1,3,5-7 (default 1-22)")
@@ -97,12 +102,13 @@ def config_from(args) -> RunConfig:
 
 
 def prepare_out_dir(out: Path) -> None:
-    """Create ``out``, check it is writable, and remove outputs of an earlier run there.
+    """Claim ``out`` (new, empty or an earlier run's), check it is writable, and remove an earlier run's outputs.
 
-    Removing them first means a run that fails leaves no results that could be taken for its own.
+    Removing them first means a run that fails leaves no results that could be taken for its own. A folder
+    holding anything else (the user's own ``report.md``, say) is refused, so nothing of theirs is replaced.
     """
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        RESULTS_FOLDER.claim(out, what="--out")
         probe = out / f".write-test-{os.getpid()}"
         probe.write_text("")
         probe.unlink()
@@ -119,7 +125,7 @@ def main(argv=None) -> int:
         cfg = config_from(args)
         prepare_out_dir(args.out)
         results = run(cfg, _progress_bar(cfg) if args.progress else None)
-    except (UsageError, QuerySelectionError, ModeError, DataError) as e:
+    except (UsageError, QuerySelectionError, ModeError, DataError, NotOursError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except (ResultMismatch, WorkerFailed) as e:

@@ -21,10 +21,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+from spark_plugin.errors import NotOursError
+from spark_plugin.ownership import FolderKind
+
 log = logging.getLogger(__name__)
 
 TABLES = ("region", "nation", "supplier", "customer", "part", "partsupp", "orders", "lineitem")
 MANIFEST = "_SUCCESS.json"
+#: A generated data set: one folder per table and the manifest; regenerated only over one of ours.
+DATA_SET = FolderKind("TPC-H data set", (*TABLES, MANIFEST))
 
 
 class DataError(RuntimeError):
@@ -117,8 +122,9 @@ def ensure_dataset(root: Path, sf: float, parts: int) -> Path:
     tool = find_tpchgen()
     staging = folder.with_name(f"{folder.name}.tmp-{os.getpid()}")
     try:
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        shutil.rmtree(staging, ignore_errors=True)
+        DATA_SET.check_writable(folder, what="the TPC-H data folder")
+        DATA_SET.remove(staging)
+        DATA_SET.claim(staging)
         log.info("Generating TPC-H SF %g in %d parts per table into %s", sf, parts, folder)
         cmd = [tool, "parquet", "--scale-factor", f"{sf:g}", "--parts", str(parts),
                "--output-dir", str(staging)]
@@ -131,10 +137,12 @@ def ensure_dataset(root: Path, sf: float, parts: int) -> Path:
         if missing:
             raise DataError(f"tpchgen-cli wrote no files for {missing} in {staging}")
         (staging / MANIFEST).write_text(json.dumps({"sf": sf, "parts": parts, "files": files}, indent=1))
-        shutil.rmtree(folder, ignore_errors=True)
-        os.replace(staging, folder)
+        DATA_SET.replace(folder, staging)
+    except NotOursError as e:
+        raise DataError(f"{e} (or pass another --data)") from None
     except OSError as e:
         raise DataError(f"Cannot write TPC-H data under {folder.parent}: {e}. Choose another --data.") from e
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        if DATA_SET.is_ours(staging):
+            shutil.rmtree(staging)
     return folder

@@ -36,9 +36,21 @@ def test_unwritable_output_folder_is_refused(tmp_path, capsys):
     assert "Cannot write to the output folder" in capsys.readouterr().err
 
 
+def test_an_output_folder_of_the_users_is_refused_and_kept(tmp_path, capsys):
+    out = tmp_path / "Documents"
+    out.mkdir()
+    (out / "report.md").write_text("my report")
+    assert cli.main(["--sf", "0.01", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"error: --out {out} holds no .sparkrm-owner marker, so sparkrm cannot tell it wrote it: "
+                   "sparkrm replaces a folder only when it holds a TPC-H results folder it wrote and nothing else. Choose a new or empty folder, or "
+                   "move those files away.\n")
+    assert (out / "report.md").read_text() == "my report"
+
+
 def test_a_failed_run_leaves_no_earlier_results_behind(tmp_path, monkeypatch, capsys):
     out = tmp_path / "out"
-    out.mkdir()
+    cli.prepare_out_dir(out)  # an earlier run's folder
     (out / "results.json").write_text('{"stale": true}')
     monkeypatch.setattr(sys, "executable", str(tmp_path / "bin" / "python"))
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))

@@ -46,6 +46,16 @@ def test_a_flipped_byte_is_noticed_and_the_data_set_regenerated(tmp_path, caplog
     assert victim.read_bytes() == good and problem(folder) is None
 
 
+def test_a_folder_of_the_users_where_the_data_set_goes_is_never_replaced(tmp_path):
+    mine = tmp_path / "sf0.01-parts1"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    with pytest.raises(DataError, match=r"the TPC-H data folder .*sf0.01-parts1 holds files sparkrm did not write "
+                                        r"\(notes.txt\).*\(or pass another --data\)$"):
+        ensure_dataset(tmp_path, 0.01, 1)
+    assert (mine / "notes.txt").read_text() == "mine" and [p.name for p in tmp_path.iterdir()] == [mine.name]
+
+
 @pytest.mark.parametrize("sf", [0, -1.0])
 def test_scale_factor_must_be_positive(tmp_path, sf):
     with pytest.raises(DataError, match="scale factor must be > 0"):
