@@ -16,7 +16,7 @@ from typing import Iterable, Mapping
 
 from .errors import ConfigError
 from .features import DEFAULT_FEATURES, FEATURES, feature_conf
-from .jar import jar_path
+from .jar import check_java_home, jar_path
 from .keys import KEYS, PLUGIN_CLASS
 
 def plugin_conf(features: Iterable[str] | str | None = None, conf: Mapping[str, str] | None = None,
@@ -127,9 +127,17 @@ def session(master: str = "local-cluster[2,1,1024]", features: Iterable[str] | s
     pyspark.sql.SparkSession
         With Wrangler's Python side started when ``spark.wrangler.enabled`` is true: it gives the
         driver JVM, which decides, its model (see :func:`spark_plugin.wrangler.start`).
+
+    Raises
+    ------
+    ConfigError
+        For an invalid key, or a ``JAVA_HOME`` no JVM can start from (checked before pyspark launches one).
     """
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
+    if SparkContext._gateway is None and not os.environ.get("PYSPARK_GATEWAY_PORT"):  # this call starts the JVM
+        check_java_home()
     builder = SparkSession.builder.master(master).appName(app_name)
     python = dict(conf or {}).get("spark.pyspark.python", sys.executable)
     builder.config("spark.pyspark.python", python)

@@ -32,6 +32,13 @@ def by_key(key: str, value, *, what: str):
         raise UsageError(f"{what} must be {rule.expected()} (as {key}). Got {value!r}. {_fix(rule)}") from None
 
 
+def seconds_by_key(key: str, seconds, *, what: str) -> float:
+    """``seconds`` (a number of seconds, as Yaq's and Pigeon's API take them) checked by duration key ``key``'s
+    rule, which counts milliseconds; returns the seconds."""
+    ms = number(seconds, what=what) * 1000
+    return by_key(key, f"{ms:.0f}ms", what=f"{what} ({seconds!r} s)") / 1000.0
+
+
 def whole_number(value, *, what: str, low: int, high: int, fix: str = "") -> int:
     """``value`` of argument ``what`` once it is a whole number in ``[low, high]``.
 

@@ -17,6 +17,7 @@ import hashlib
 import importlib.metadata
 import logging
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -24,7 +25,7 @@ import zipfile
 from pathlib import Path
 
 from ._version import __version__ as PACKAGE_VERSION
-from .errors import JarError, UnsupportedSparkVersion
+from .errors import ConfigError, JarError, UnsupportedSparkVersion
 from .keys import KEYS
 
 log = logging.getLogger(__name__)
@@ -191,6 +192,40 @@ def find_javac() -> str:
 def find_java() -> str:
     """Path of ``java`` from ``JAVA_HOME`` or ``PATH``, for the tools that run the jar's classes directly."""
     return _jdk_tool("java", "Cannot run the sparkrm jar's tools", "")
+
+
+#: The oldest Java that Spark 4 runs on.
+MIN_JAVA = 17
+
+
+def check_java_home() -> None:
+    """Refuse a ``JAVA_HOME`` that Spark's launcher cannot start a JVM from: no ``bin/java`` there, or a Java
+    older than :data:`MIN_JAVA` by its ``release`` file. Unset, the ``java`` on ``PATH`` is used and not checked.
+
+    Spark's ``spark-class`` runs ``$JAVA_HOME/bin/java`` whenever the variable is set, and pyspark then fails
+    with a stack about its gateway; this says what is wrong first.
+
+    Raises
+    ------
+    ConfigError
+        One line naming JAVA_HOME, its value and the fix.
+    """
+    java_home = os.environ.get("JAVA_HOME")
+    if not java_home:
+        return
+    fix = (f"Point JAVA_HOME at a JDK {MIN_JAVA} (the folder holding bin/java, e.g. "
+           f"/usr/lib/jvm/java-{MIN_JAVA}-openjdk-amd64), or unset it to use the java on PATH.")
+    java = Path(java_home) / "bin" / "java"
+    if not (java.is_file() and os.access(java, os.X_OK)):
+        raise ConfigError(f"JAVA_HOME={java_home} has no executable bin/java, so Spark cannot start its JVM. {fix}")
+    try:
+        release = (Path(java_home) / "release").read_text(errors="replace")
+    except OSError:
+        return  # an unusual layout: let the JVM speak for itself
+    found = re.search(r'^JAVA_VERSION="(1\.)?(\d+)', release, re.MULTILINE)
+    if found and int(found.group(2)) < MIN_JAVA:
+        raise ConfigError(f"JAVA_HOME={java_home} is Java {found.group(2)}; Spark {pyspark_version()} needs Java "
+                          f"{MIN_JAVA} or newer. {fix}")
 
 
 def _jdk_tool(name: str, doing: str, note: str) -> str:

@@ -7,18 +7,22 @@ taken out (:func:`sql_shape`, so ``WHERE d < '1994-01-01'`` and ``WHERE d < '199
 
 Each finished job reports its task-seconds (the sum of its tasks' run times: the work, whatever the
 contention it met) and its task count; the estimate is their exponentially weighted mean. The
-history is plain JSON, so one driver's runs teach the next (``save``/``load``). Pure Python.
+history is plain JSON, so one driver's runs teach the next (``save``/``load``); it replaces only a
+history file (:data:`HISTORY_FILE`), never another file of the user's. Pure Python.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import SparkrmError
+from .ownership import FileKind
 
 
 class HistoryFileError(SparkrmError):
@@ -94,13 +98,20 @@ class JobHistory:
     def __len__(self) -> int:
         return len(self._shapes)
 
-    def save(self, path) -> Path:
-        """Write the history as JSON (atomically: a reader never sees half a file)."""
-        path = Path(path)
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(json.dumps({"smoothing": self.smoothing,
-                                   "shapes": {s: vars(w) for s, w in sorted(self._shapes.items())}}, indent=1))
-        tmp.replace(path)
+    def save(self, path, *, what: str | None = None) -> Path:
+        """Write the history as JSON (atomically: a reader never sees half a file).
+
+        Raises
+        ------
+        NotOursError
+            When ``path`` is a folder or a file that is not a history (``what`` names the argument).
+        """
+        path = HISTORY_FILE.check_writable(path, what=what)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        with os.fdopen(fd, "w") as f:
+            json.dump({"smoothing": self.smoothing,
+                       "shapes": {s: vars(w) for s, w in sorted(self._shapes.items())}}, f, indent=1)
+        os.replace(tmp, path)
         return path
 
     @classmethod
@@ -110,7 +121,7 @@ class JobHistory:
         Raises
         ------
         HistoryFileError
-            When the file is not such a history.
+            When the path is a folder or a file that is not such a history.
         """
         path = Path(path)
         if not path.exists():
@@ -120,7 +131,34 @@ class JobHistory:
             history = cls(smoothing=float(data["smoothing"]))
             history._shapes = {str(s): Work(float(w["task_s"]), float(w["tasks"]), int(w["runs"]))
                                for s, w in data["shapes"].items()}
-        except (ValueError, KeyError, TypeError, AttributeError) as e:
-            raise HistoryFileError(f"{path}: not a job history written by JobHistory.save ({e}); delete it to "
-                                   "start an empty history.") from None
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+            raise HistoryFileError(f"{path}: not a job history written by JobHistory.save "
+                                   f"({' '.join(str(e).split())}). Choose another path, or move that file "
+                                   f"away (an empty history starts where none is).") from None
         return history
+
+    @classmethod
+    def open(cls, path, *, what: str | None = None) -> "JobHistory":
+        """The history kept at ``path``, once :meth:`save` may write there: read if present, else empty.
+
+        Call it where the path enters (before any job runs): a folder, or a file that is not a history,
+        is refused; a missing folder is created.
+
+        Raises
+        ------
+        NotOursError
+            When ``path`` cannot hold a history (``what`` names the argument).
+        """
+        return cls.load(HISTORY_FILE.check_writable(path, what=what))
+
+
+def _is_history(path: Path) -> bool:
+    try:
+        JobHistory.load(path)
+    except HistoryFileError:
+        return False
+    return True
+
+
+#: A job-history file: replaced only when it reads back as a history.
+HISTORY_FILE = FileKind("job history", _is_history, ".json")

@@ -9,9 +9,9 @@ benchmarked on it; a real cluster works the same way with its own master URL.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
-import shutil
 import socket
 import subprocess
 import tempfile
@@ -21,8 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .errors import SparkrmError
+from .errors import NotOursError, SparkrmError
+from .ownership import MARKER, FolderKind
 
+log = logging.getLogger(__name__)
+#: The folder of a cluster's logs and its workers' work directories (applications' files under ``work``).
+STANDALONE_FOLDER = FolderKind("standalone cluster folder", ("*.log", "work"))
 #: The master's log line naming the port its web UI bound.
 _UI_BOUND = re.compile(r"Bound MasterWebUI to \S+, and started at https?://[^\s:/]+:(\d+)")
 
@@ -71,7 +75,9 @@ class StandaloneCluster:
         Address the master binds to; workers in other network namespaces need one they can reach.
     directory : Path, optional
         Folder for logs and the workers' work directories (default: a new temporary folder, removed by
-        :meth:`stop`; a given one is left in place).
+        :meth:`stop`; a given one is left in place). A given folder must be missing, empty, or already
+        sparkrm's (a standalone cluster folder, or one a caller claimed such as ``benchmarks.cluster``'s):
+        the logs written there would replace a user's files of the same names.
     """
 
     def __init__(self, workers: int = 1, cores: int = 2, memory: str = "2g", *, host_per_worker: bool = False,
@@ -92,6 +98,8 @@ class StandaloneCluster:
         self.url = f"spark://{master_host}:{self.port}"
         self._procs: list[subprocess.Popen] = []
         self._dir, self._own_dir = directory, directory is None
+        if directory is not None and not _claimed(directory):
+            STANDALONE_FOLDER.check_writable(directory, what="StandaloneCluster's directory")
 
     @property
     def pids(self) -> list[int]:
@@ -103,7 +111,9 @@ class StandaloneCluster:
 
         home = Path(pyspark.__file__).parent
         if self._own_dir:
-            self._dir = Path(tempfile.mkdtemp(prefix="sparkrm-standalone-"))
+            self._dir = STANDALONE_FOLDER.claim(tempfile.mkdtemp(prefix="sparkrm-standalone-"))
+        elif not _claimed(self._dir):
+            self._dir = STANDALONE_FOLDER.claim(self._dir, what="StandaloneCluster's directory")
         env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOG_DIR": str(self._dir),
                "SPARK_WORKER_DIR": str(self._dir / "work")}
         spark_class = [str(home / "bin" / "spark-class")]
@@ -162,7 +172,10 @@ class StandaloneCluster:
                 p.kill()
         self._procs = []
         if self._dir is not None and self._own_dir:
-            shutil.rmtree(self._dir, ignore_errors=True)
+            try:
+                STANDALONE_FOLDER.remove(self._dir)
+            except (NotOursError, OSError) as e:
+                log.warning("The standalone cluster's folder is left in place: %s", e)
             self._dir = None
 
     def __enter__(self) -> "StandaloneCluster":
@@ -170,3 +183,8 @@ class StandaloneCluster:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def _claimed(folder) -> bool:
+    """Whether sparkrm claimed ``folder`` (as any kind of folder): its owner decides what it holds."""
+    return (Path(folder) / MARKER).is_file()

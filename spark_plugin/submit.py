@@ -4,7 +4,8 @@
 the options spark-submit would read (``--conf``/``-c``, ``--jars``, ``--properties-file``),
 adds the plugin jar, the plugin class and the features' keys without replacing anything the
 user set, validates everything with the same rules as the driver plugin, and only then runs
-spark-submit. A bad configuration stops before any JVM starts, with the message and exit code 2.
+spark-submit. A bad configuration, or an application file that is not there, stops before any JVM
+starts, with the message and exit code 2.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlparse
 
 from .activation import plugin_conf
-from .errors import ConfigError
+from .errors import ConfigError, UsageError
 from .properties import load_properties
 
 __all__ = ["SubmitCommand", "parse_submit_args", "spark_submit_path"]
@@ -25,6 +27,8 @@ __all__ = ["SubmitCommand", "parse_submit_args", "spark_submit_path"]
 #: spark-submit options that take no value (every other option takes one).
 _FLAGS = {"--verbose", "-v", "--supervise", "--help", "-h", "--version", "--usage-error"}
 _PLUGIN_LISTS = ("spark.jars", "spark.plugins")
+#: Application resources spark-submit knows by name (shells, Thrift server): no file.
+_BUILT_IN_APPS = {"spark-shell", "pyspark-shell", "sparkr-shell", "spark-internal"}
 
 
 @dataclass
@@ -56,6 +60,29 @@ class SubmitCommand:
         for key, value in entries.items():
             out += ["--conf", f"{key}={value}"]
         return out + self.app
+
+    def check_application(self) -> None:
+        """Refuse an application file that is not on this machine, where spark-submit reads it.
+
+        A URL (``hdfs://``, ``local:``, ...) is fetched or found elsewhere, and a cluster-mode driver reads
+        its application on the cluster (Spark asks for a path visible on every node), so those pass.
+
+        Raises
+        ------
+        UsageError
+            Naming the file and the fix.
+        """
+        resource = self.app[0]
+        url = urlparse(resource)
+        deploy_mode = dict(self.options).get("--deploy-mode") or self.conf.get("spark.submit.deployMode", "client")
+        if resource in _BUILT_IN_APPS or url.scheme not in ("", "file") or deploy_mode.strip() == "cluster":
+            return
+        path = Path(url.path if url.scheme else resource).expanduser()
+        if not path.is_file():
+            where = "" if path.is_absolute() else f" (in {Path.cwd()})"
+            raise UsageError(f"the application {resource} {'is a folder' if path.is_dir() else 'does not exist'}"
+                             f"{where}. Pass the path of the .py or .jar to run: sparkrm submit "
+                             f"[--features F] [spark-submit options] app.py|app.jar [app arguments].")
 
 
 def parse_submit_args(args: list[str]) -> SubmitCommand:
@@ -122,9 +149,11 @@ def spark_submit_path() -> str:
 
 
 def main(args: list[str]) -> int:
-    """Run ``sparkrm submit``; returns spark-submit's exit code (2 for a configuration error)."""
+    """Run ``sparkrm submit``; returns spark-submit's exit code (2 for a configuration error or a missing
+    application file)."""
     cmd = parse_submit_args(args)
     argv = cmd.argv(spark_submit_path())
+    cmd.check_application()
     if cmd.dry_run:
         print(shlex.join(argv))
         return 0

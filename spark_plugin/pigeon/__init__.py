@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 
+from ..arguments import by_key, seconds_by_key, whole_number
 from ..job_history import Work
 
 SHORT, LONG = "pigeon-short", "pigeon-long"
@@ -33,7 +34,7 @@ class ShortJobPools:
     Parameters
     ----------
     cores : int
-        Task slots of the application (``minShare`` is a fraction of them).
+        Task slots of the application (``minShare`` is a fraction of them), at most :data:`MAX_CORES`.
     max_length_s : float, default=10.0
         A job predicted to take at most this long alone on every core is short.
     weight : int, default=20
@@ -41,19 +42,22 @@ class ShortJobPools:
         both pools want slots and both are past their ``minShare``.
     min_share : float, default=0.05
         Fraction of ``cores`` the short pool gets first, at least one slot.
+
+    ``max_length_s``, ``weight`` and ``min_share`` are checked by the rules of ``spark.pigeon.short.maxLength``,
+    ``.weight`` and ``.minShare``.
     """
 
+    #: Most task slots an application is sized for (Spark's largest clusters run some 10^5 cores).
+    MAX_CORES = 10_000_000
+
     def __init__(self, cores: int, *, max_length_s: float = 10.0, weight: int = 20, min_share: float = 0.05):
-        if not (isinstance(cores, int) and cores >= 1):
-            raise ValueError(f"cores must be an int >= 1. Got {cores!r}.")
-        if not max_length_s > 0:
-            raise ValueError(f"max_length_s must be > 0 seconds. Got {max_length_s!r}.")
-        if not (isinstance(weight, int) and weight >= 1):
-            raise ValueError(f"weight must be an int >= 1 (Pigeon uses about 20). Got {weight!r}.")
-        if not 0 <= min_share <= 1:
-            raise ValueError(f"min_share must be a fraction of the cores in [0, 1]. Got {min_share!r}.")
-        self.cores, self.max_length_s, self.weight = cores, float(max_length_s), weight
-        self.short_min_share = max(1, math.ceil(min_share * cores))
+        self.cores = whole_number(cores, what="ShortJobPools' cores", low=1, high=self.MAX_CORES,
+                                  fix="Pass the application's task slots (sc.defaultParallelism).")
+        self.max_length_s = seconds_by_key("spark.pigeon.short.maxLength", max_length_s,
+                                           what="ShortJobPools' max_length_s")
+        self.weight = by_key("spark.pigeon.short.weight", weight, what="ShortJobPools' weight")
+        min_share = by_key("spark.pigeon.short.minShare", min_share, what="ShortJobPools' min_share")
+        self.short_min_share = max(1, math.ceil(min_share * self.cores))
 
     @classmethod
     def from_conf(cls, sc) -> "ShortJobPools":

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..errors import SparkrmError
 from .labels import label_tasks
 from .snapshots import attach_snapshots, feature_columns
 
@@ -54,6 +55,29 @@ class Dataset:
         """The rows selected by a slice, index array or boolean mask."""
         return Dataset(self.X[rows], self.y[rows], self.nodes[rows], self.workloads[rows],
                        self.launch_times[rows], self.features)
+
+    def select(self, features, *, model: str = "the model") -> "Dataset":
+        """The same rows with the columns ``features``, in that order, matched by name.
+
+        A model reads its counters by position, so rows recorded by another Spark or sparkrm version (a
+        counter renamed, added or dropped) must be lined up by name first; counters the model never saw are
+        left out, and counters it needs that the rows lack refuse the whole scoring instead of scoring the
+        wrong columns.
+
+        Raises
+        ------
+        SparkrmError
+            Naming the missing counters, ``model`` and the fix.
+        """
+        index = {name: i for i, name in enumerate(self.features)}
+        missing = [f for f in features if f not in index]
+        if missing:
+            raise SparkrmError(
+                f"{model} reads counters this telemetry lacks: {', '.join(missing)}. Record the telemetry with the "
+                f"same Spark and sparkrm versions as the model's training run, or retrain on this recording "
+                f"(python -m spark_plugin.wrangler train ... --out <model>).")
+        columns = [index[f] for f in features]
+        return Dataset(self.X[:, columns], self.y, self.nodes, self.workloads, self.launch_times, list(features))
 
 
 def build_dataset(tasks: pd.DataFrame, nodes: pd.DataFrame, *, beta: float = 1.3, scope: str = "stage",

@@ -22,6 +22,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..arguments import by_key
+
 #: Task-record byte columns summed into "work done" (spec §11.1).
 BYTE_COLUMNS = ("inputBytes", "shuffleLocalBytes", "shuffleRemoteBytes", "outputBytes", "shuffleWriteBytes")
 SCOPES = {"stage": ["stageId", "stageAttempt"], "job": ["jobId"]}
@@ -45,9 +47,9 @@ def label_tasks(tasks: pd.DataFrame, *, beta: float = 1.3, scope: str = "stage")
         Telemetry task records (``durationMs``, ``status``, the scope's id columns
         and any of :data:`BYTE_COLUMNS`).
     beta : float, default=1.3
-        Straggler threshold, > 1.
+        Straggler threshold, checked by ``spark.wrangler.beta``'s rule (> 1).
     scope : {"stage", "job"}, default="stage"
-        Which tasks form the median a task is compared with.
+        Which tasks form the median a task is compared with (``spark.wrangler.scope``'s rule).
 
     Returns
     -------
@@ -57,13 +59,11 @@ def label_tasks(tasks: pd.DataFrame, *, beta: float = 1.3, scope: str = "stage")
 
     Raises
     ------
-    ValueError
-        If ``beta <= 1`` or ``scope`` is unknown.
+    UsageError
+        If ``beta`` or ``scope`` breaks its key's rule.
     """
-    if not beta > 1:
-        raise ValueError(f"beta must be > 1 (1 is the median itself). Got {beta}.")
-    if scope not in SCOPES:
-        raise ValueError(f"scope must be one of {sorted(SCOPES)}. Got {scope!r}.")
+    beta = by_key("spark.wrangler.beta", beta, what="beta")
+    scope = by_key("spark.wrangler.scope", scope, what="scope")
     out = tasks[tasks["status"] == "SUCCESS"].copy()
     out["bytes"] = bytes_moved(out)
     moved = out["bytes"] > 0

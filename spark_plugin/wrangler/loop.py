@@ -30,6 +30,7 @@ import time
 import pandas as pd
 from py4j.protocol import Py4JError
 
+from ..arguments import by_key
 from ..errors import SparkrmError
 from ..telemetry_reader import telemetry
 from ._jvm import JvmDecisions, settings
@@ -54,7 +55,8 @@ class Wrangler:
         A fitted model, or the path of a JSON model, for the JVM to decide with; else
         ``spark.wrangler.model.path``, else trained online.
     mode, confidence, warmup_ms, workload : optional
-        Override ``spark.wrangler.mode``, ``.confidence``, ``.train.warmup`` and ``.workload`` of the session.
+        Override ``spark.wrangler.mode``, ``.confidence``, ``.train.warmup`` and ``.workload`` of the session;
+        each is checked by its key's rule here, and ``None`` leaves the session's.
     clock : callable, default=time.monotonic
         Seconds, read to tell when online training's warm-up is over (tests pass one they move).
 
@@ -78,18 +80,22 @@ class Wrangler:
         self.spark = spark
         self.clock = clock
         self.predictor = predictor
-        self.mode = mode
-        self.confidence = confidence
-        self.warmup_ms = warmup_ms
-        self.workload = workload
+
+        def checked(key, value, name):
+            return None if value is None else by_key(f"spark.wrangler.{key}", value, what=f"Wrangler's {name}")
+
+        self.mode = checked("mode", mode, "mode")
+        self.confidence = checked("confidence", confidence, "confidence")
+        self.warmup_ms = checked("train.warmup", warmup_ms, "warmup_ms")
+        self.workload = checked("workload", workload, "workload")
 
     def start(self) -> "Wrangler":
         """Resolve the settings, give the JVM its model (or start training online) and let it decide."""
         conf = settings(self.spark)
-        self.mode_ = self.mode or conf["mode"]
+        self.mode_ = conf["mode"] if self.mode is None else self.mode
         self.p_ = conf["confidence"] if self.confidence is None else self.confidence
         self.interval_ms_ = conf["interval"]
-        self.warmup_ms_ = self.warmup_ms or conf["train.warmup"]
+        self.warmup_ms_ = conf["train.warmup"] if self.warmup_ms is None else self.warmup_ms
         self.workload_ = self.workload or conf["workload"] or "default"
         self._conf = conf
         self._jvm = JvmDecisions(self.spark)
@@ -105,7 +111,7 @@ class Wrangler:
         elif path.endswith(".json"):
             origin = f"{path}, installed by the JVM"
         elif path:
-            self._install(StragglerPredictor.load(path))
+            self._install(StragglerPredictor.load(path, what="spark.wrangler.model.path"))
             origin = f"{path}, exported to the JVM"
         else:
             self._tm = telemetry(self.spark)

@@ -11,6 +11,7 @@ import numpy as np
 from sklearn.inspection import permutation_importance
 from sklearn.metrics import roc_auc_score
 
+from ..arguments import by_key
 from .dataset import Dataset
 
 
@@ -48,7 +49,12 @@ def rates(y: np.ndarray, predicted: np.ndarray) -> dict:
 
 def evaluate(predictor, data: Dataset, *, confidence: float) -> dict:
     """Score ``predictor`` on ``data`` (rows it was not trained on): pooled, and per node with the ROC AUC of
-    the node's own rows (how well its model ranks them, the thesis's per-node measure)."""
+    the node's own rows (how well its model ranks them, the thesis's per-node measure).
+
+    ``confidence`` is checked by ``spark.wrangler.confidence``'s rule; ``data``'s counters are matched to
+    the model's by name (:meth:`.Dataset.select`)."""
+    confidence = by_key("spark.wrangler.confidence", confidence, what="evaluate's confidence")
+    data = data.select(predictor.features_)
     scores, conf = predictor.predict(data.X, data.nodes, data.workloads)
     after = is_flagged(scores, conf, confidence)
     out = {"rows": len(data), "stragglers": int(data.y.sum()), "confidence": confidence,
@@ -83,6 +89,7 @@ def counter_importance(predictor, data: Dataset, *, repeats: int = 5, top: int =
     """
     if len(np.unique(data.y)) < 2:
         return []
+    data = data.select(predictor.features_)
 
     def auc(_, X, y):
         return roc_auc_score(y, predictor.predict(X, data.nodes, data.workloads)[0])
@@ -115,6 +122,7 @@ def choose_confidence(predictor, data: Dataset, *, grid=CONFIDENCE_GRID, toleran
         ``confidence`` (the chosen p), ``quorum`` (the thresholds a majority agrees on) and ``per_node``
         (``best``, ``range`` as [low, high], ``balanced_accuracy`` at the best).
     """
+    data = data.select(predictor.features_)
     scores, conf = predictor.predict(data.X, data.nodes, data.workloads)
     per_node = {}
     for node in sorted(set(data.nodes)):

@@ -14,6 +14,7 @@ Models are frozen after :meth:`fit` and saved with joblib.
 
 from __future__ import annotations
 
+import json
 import time
 import warnings
 from pathlib import Path
@@ -23,10 +24,34 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 from sklearn.preprocessing import MinMaxScaler
 
+from ..arguments import by_key
+from ..errors import SparkrmError
+from ..ownership import FileKind
 from .dataset import Dataset
-from .export import write_json
+from .export import FORMAT, write_json
 from .model import Abstaining, CalibratedSVM
 from .multitask import MultiTaskSVM
+
+
+class ModelFileError(SparkrmError, ValueError):
+    """A path given as a Wrangler model holds none (missing, another file, a JSON model for Python to read)."""
+
+
+def _is_model_file(path: Path) -> bool:
+    """Whether ``path`` is a model :meth:`StragglerPredictor.save` wrote, without unpickling anything: a JSON
+    model by its ``format`` tag, a joblib one by the class a pickle names first."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 12)
+        if head.lstrip().startswith(b"{"):
+            return json.loads(path.read_text()).get("format") == FORMAT
+    except (OSError, ValueError, AttributeError):
+        return False
+    return head.startswith(b"\x80") and __name__.encode() in head and b"StragglerPredictor" in head
+
+
+#: A Wrangler model file (``train --out``, ``export --out``, :meth:`StragglerPredictor.save`).
+MODEL_FILE = FileKind("Wrangler model", _is_model_file, ".joblib")
 
 
 class StragglerPredictor:
@@ -35,7 +60,7 @@ class StragglerPredictor:
     Parameters
     ----------
     min_node_tasks : int, default=100
-        Training rows a node needs for its own model.
+        Training rows a node needs for its own model (checked by ``spark.wrangler.train.minNodeTasks``'s rule).
     calibration_fraction : float, default=1/3
         The last fraction of rows (in time) that calibrates the confidence.
     node_C : tuple of float, default=(1.0, 0.1, 0.01)
@@ -60,7 +85,8 @@ class StragglerPredictor:
 
     def __init__(self, *, min_node_tasks: int = 100, calibration_fraction: float = 1 / 3,
                  node_C: tuple = (1.0, 0.1, 0.01), random_state: int = 0):
-        self.min_node_tasks = min_node_tasks
+        self.min_node_tasks = by_key("spark.wrangler.train.minNodeTasks", min_node_tasks,
+                                     what="StragglerPredictor's min_node_tasks")
         self.calibration_fraction = calibration_fraction
         self.node_C = tuple(node_C)
         self.random_state = random_state
@@ -150,31 +176,45 @@ class StragglerPredictor:
             return "shared"
         return "abstaining" if isinstance(self.node_models_[node], Abstaining) else "node"
 
-    def save(self, path) -> Path:
-        """Write the fitted predictor to ``path``: JSON for the driver JVM to score if it ends in ``.json``, else joblib."""
-        path = Path(path)
+    def save(self, path, *, what: str | None = None) -> Path:
+        """Write the fitted predictor to ``path``: JSON for the driver JVM to score if it ends in ``.json``, else joblib.
+
+        Raises
+        ------
+        NotOursError
+            If ``path`` is a folder or a file that is not a model sparkrm wrote (``what`` names the argument).
+        """
+        path = MODEL_FILE.check_writable(path, what=what)
         if path.suffix == ".json":
             return write_json(self, path)
-        path.parent.mkdir(parents=True, exist_ok=True)
         joblib.dump(self, path)
         return path
 
     @staticmethod
-    def load(path) -> "StragglerPredictor":
+    def load(path, *, what: str | None = None) -> "StragglerPredictor":
         """Read a predictor written by :meth:`save` with joblib.
 
         Raises
         ------
-        ValueError
-            If the file holds something else, or is a JSON model (which only the JVM scores).
+        ModelFileError
+            If the file is missing, holds something else, or is a JSON model (which only the JVM scores);
+            ``what`` names the argument in the message.
         """
+        label = f"{what} {path}" if what else str(path)
+        fix = "Write one with `python -m spark_plugin.wrangler train <telemetry.jsonl> --out <model>.joblib`."
         if Path(path).suffix == ".json":
-            raise ValueError(f"{path} is a JSON model, which the driver JVM scores (spark.wrangler.model.path); "
-                             f"Python reads the joblib model it was exported from.")
-        model = joblib.load(Path(path))
+            raise ModelFileError(f"{label} is a JSON model, which the driver JVM scores (spark.wrangler.model.path); "
+                                 f"Python reads the joblib model it was exported from.")
+        if not Path(path).is_file():
+            raise ModelFileError(f"{label} is {'a folder' if Path(path).is_dir() else 'missing'}, not a Wrangler "
+                                 f"model. {fix}")
+        try:
+            model = joblib.load(Path(path))
+        except Exception as e:  # noqa: BLE001 - unpickling other bytes fails in any way at all
+            raise ModelFileError(f"{label} is not a joblib model ({type(e).__name__}: "
+                                 f"{' '.join(str(e).split())[:120]}). {fix}") from None
         if not isinstance(model, StragglerPredictor):
-            raise ValueError(f"{path} holds a {type(model).__name__}, not a Wrangler model. Write one with "
-                             f"`python -m spark_plugin.wrangler train <telemetry.jsonl> --out {path}`.")
+            raise ModelFileError(f"{label} holds a {type(model).__name__}, not a Wrangler model. {fix}")
         return model
 
     def _scale(self, X: np.ndarray) -> np.ndarray:

@@ -23,8 +23,9 @@ from dataclasses import dataclass
 import pyarrow.compute as pc
 
 from .. import local_properties
+from ..arguments import by_key, seconds_by_key
 from ..job_history import JobHistory, Work, sql_shape
-from .order import POLICIES, Waiting, release_order
+from .order import Waiting, release_order
 
 LOG = logging.getLogger(__name__)
 
@@ -51,9 +52,12 @@ class JobGate:
         The driver's session; its telemetry (on by default) measures each job's work.
     policy, max_in_flight, hard_s, ratio : optional
         Default from ``spark.yaq.policy``, ``spark.yaq.maxInFlight``, ``spark.yaq.starvation.threshold``
-        and ``spark.yaq.starvation.ratio``.
+        and ``spark.yaq.starvation.ratio``; a value given is checked by that key's rule (``hard_s`` in
+        seconds), never replaced by the default.
     history : JobHistory or str, optional
-        Past work by shape, or a path to keep it in; default ``spark.yaq.history.path`` or a new one.
+        Past work by shape, or a path to keep it in; default ``spark.yaq.history.path`` or a new one. A
+        path is checked here, before any job: a folder, or a file that is not a history, is refused
+        (:class:`~spark_plugin.errors.NotOursError`); a missing folder is created.
     router : ShortJobPools, optional
         Pigeon's pools: each released job runs in the pool its estimate calls for.
     clock : callable, default=time.monotonic
@@ -75,17 +79,22 @@ class JobGate:
 
         conf = KEYS.validate(dict(spark.sparkContext.getConf().getAll()), files=False)
         self.spark, self.sc = spark, spark.sparkContext
-        self.policy = policy or conf["spark.yaq.policy"]
-        if self.policy not in POLICIES:
-            raise ValueError(f"policy must be one of {list(POLICIES)}. Got {self.policy!r}.")
-        self.max_in_flight = int(max_in_flight or conf["spark.yaq.maxInFlight"])
-        if self.max_in_flight < 1:
-            raise ValueError(f"max_in_flight must be >= 1. Got {max_in_flight!r}.")
-        self.hard_s = float(hard_s if hard_s is not None else conf["spark.yaq.starvation.threshold"] / 1000.0)
-        self.ratio = float(ratio if ratio is not None else conf["spark.yaq.starvation.ratio"])
-        self._history_path = history if isinstance(history, str) else conf["spark.yaq.history.path"]
-        self.history = history if isinstance(history, JobHistory) else (
-            JobHistory.load(self._history_path) if self._history_path else JobHistory())
+
+        def setting(key, value, name):
+            return conf[key] if value is None else by_key(key, value, what=f"JobGate's {name}")
+
+        self.policy = setting("spark.yaq.policy", policy, "policy")
+        self.max_in_flight = setting("spark.yaq.maxInFlight", max_in_flight, "max_in_flight")
+        threshold = "spark.yaq.starvation.threshold"
+        self.hard_s = (conf[threshold] / 1000.0 if hard_s is None
+                       else seconds_by_key(threshold, hard_s, what="JobGate's hard_s"))
+        self.ratio = setting("spark.yaq.starvation.ratio", ratio, "ratio")
+        # A JobHistory given is kept at spark.yaq.history.path when that is set: checked here all the same.
+        given_path = history is not None and not isinstance(history, JobHistory)
+        self._history_path = history if given_path else conf["spark.yaq.history.path"]
+        kept = (JobHistory.open(self._history_path, what="JobGate's history" if given_path
+                                else "spark.yaq.history.path") if self._history_path else JobHistory())
+        self.history = history if isinstance(history, JobHistory) else kept
         self.router = router.install(self.sc) if router is not None else None
         self.cores = self.sc.defaultParallelism
         self.admissions: list[Admission] = []

@@ -44,8 +44,10 @@ def test_submit_args_rejects_conf_without_equals():
 def test_submit_dry_run_merges_with_what_the_user_set(tmp_path):
     props = tmp_path / "defaults.conf"
     props.write_text("spark.plugins = com.example.Other\nspark.riffle.merge.fanIn 20\n")
+    (tmp_path / "app.py").write_text("print('the application')\n")
     out = run_cli("submit", "--features", "telemetry,riffle", "--dry-run", "--master", "local[2]", "--jars", "/opt/a.jar",
-                  "--properties-file", str(props), "--conf", "spark.executor.memory=2g", "app.py", "--input", "x")
+                  "--properties-file", str(props), "--conf", "spark.executor.memory=2g", "app.py", "--input", "x",
+                  cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     argv = out.stdout.split()
     assert argv[0].endswith("spark-submit") and argv[-3:] == ["app.py", "--input", "x"]

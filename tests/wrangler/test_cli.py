@@ -17,7 +17,8 @@ def write_telemetry(path, tasks: pd.DataFrame, nodes: pd.DataFrame) -> None:
     """A telemetry file as the driver writes it: the schema line, then one JSON record per line."""
     kinds = {"int64": "int", "float64": "double", "object": "string", "str": "string"}
     schemas = {"task": [[c, kinds[str(t)]] for c, t in tasks.dtypes.items()],
-               "node": [[c, kinds[str(t)]] for c, t in nodes.drop(columns=["seq", "type"]).dtypes.items()]}
+               "node": [[c, kinds[str(t)]] for c, t in nodes.drop(columns=["seq", "type"]).dtypes.items()],
+               **{rtype: [["jobId", "int"]] for rtype in ("stage", "job", "executor")}}  # none recorded
     compact = dict(separators=(",", ":"))  # the reader matches the driver's compact record prefix
     lines = [json.dumps({"seq": 0, "type": "schema", "schemas": schemas}, **compact)]
     seq = 0
@@ -62,7 +63,8 @@ def test_a_model_is_written_as_json_for_the_jvm_directly_or_by_export(tmp_path, 
 def test_a_recording_without_node_samples_is_refused_with_the_fix(tmp_path, capsys):
     tasks, _ = telemetry(seconds=30)
     path = tmp_path / "plain.telemetry.jsonl"
-    path.write_text(json.dumps({"seq": 0, "type": "schema", "schemas": {"task": [["jobId", "int"]]}}) + "\n")
+    schemas = {rtype: [["jobId", "int"]] for rtype in ("task", "stage", "job", "executor")}
+    path.write_text(json.dumps({"seq": 0, "type": "schema", "schemas": schemas}) + "\n")
     assert main(["train", str(path), "--out", str(tmp_path / "m.joblib")]) == 2
     assert "holds no node samples. Record it with the wrangler feature on" in capsys.readouterr().err
 

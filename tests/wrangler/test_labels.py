@@ -43,7 +43,7 @@ def test_job_scope_pools_the_stages_of_a_job_and_failed_attempts_are_dropped():
 
 def test_bad_parameters_are_refused_with_their_rule():
     t = tasks([(1, 0, 100, 100, 0, "SUCCESS")])
-    with pytest.raises(ValueError, match="beta must be > 1"):
+    with pytest.raises(ValueError, match=r"beta must be a number in \(1, 10\] \(as spark.wrangler.beta\). Got 1.0"):
         label_tasks(t, beta=1.0)
-    with pytest.raises(ValueError, match="scope must be one of"):
+    with pytest.raises(ValueError, match=r"scope must be one of .stage., .job. \(as spark.wrangler.scope\). Got .app."):
         label_tasks(t, scope="app")

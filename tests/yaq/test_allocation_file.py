@@ -27,10 +27,22 @@ def test_spark_builds_both_pools_from_the_written_file_and_install_keeps_them(sp
     sc.setLocalProperty("spark.scheduler.pool", None)
 
 
-def test_the_command_prints_the_file_and_refuses_bad_arguments_in_one_line(capsys):
+def test_the_command_prints_the_file(capsys):
     assert main(["pools", "--cores", "40", "--weight", "25"]) == 0
     assert capsys.readouterr().out == FILE.read_text()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--cores", "4", "--weight", "5000"],
+     "--weight must be an integer in [1, 1000] (as spark.pigeon.short.weight). Got '5000'. Pass e.g. 20."),
+    (["--cores", "4", "--min-share", "2"],
+     "--min-share must be a number in [0, 1] (as spark.pigeon.short.minShare). Got '2'. Pass e.g. 0.05."),
+    (["--cores", "0"], "--cores must be a whole number in [1, 10000000]. Got 0."),
+    (["--cores", "many"], "--cores must be a whole number in [1, 10000000]. Got 'many'."),
+])
+def test_the_command_refuses_each_bad_option_by_its_keys_rule_in_one_line(capsys, argv, message):
     with pytest.raises(SystemExit) as e:
-        main(["pools", "--cores", "4", "--min-share", "2"])
+        main(["pools", *argv])
     assert e.value.code == 2
-    assert "min_share must be a fraction of the cores in [0, 1]. Got 2.0." in capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("error: ") and err.count("\n") == 1 and message in err

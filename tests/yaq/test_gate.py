@@ -4,6 +4,7 @@ import threading
 
 import pytest
 
+from spark_plugin.errors import NotOursError, UsageError
 from spark_plugin.job_history import JobHistory
 from spark_plugin.pigeon import LONG, SHORT, ShortJobPools
 from spark_plugin.yaq import JobGate
@@ -65,6 +66,33 @@ def test_the_router_sends_short_work_to_the_reserved_pool_and_the_thread_gets_it
     assert rows[0].one == 1 and gate.admissions[-1].shape.startswith("sql-")
 
 
-def test_a_bad_setting_is_refused_naming_the_key(spark):
-    with pytest.raises(ValueError, match=r"policy must be one of \['srjf', 'lrtf', 'fifo'\]. Got 'shortest'"):
-        JobGate(spark, policy="shortest")
+@pytest.mark.parametrize("kwargs, message", [
+    ({"policy": "shortest"}, "JobGate's policy must be one of 'srjf', 'lrtf', 'fifo' (as spark.yaq.policy). "
+                             "Got 'shortest'. Pass e.g. srjf."),
+    ({"policy": ""}, "JobGate's policy must be one of 'srjf', 'lrtf', 'fifo' (as spark.yaq.policy). Got ''."),
+    ({"max_in_flight": 0}, "JobGate's max_in_flight must be an integer in [1, 100000] (as spark.yaq.maxInFlight). "
+                           "Got 0. Pass e.g. 4."),
+    ({"hard_s": -5}, "JobGate's hard_s (-5 s) must be a duration in [1ms, 24h] (as spark.yaq.starvation.threshold)."),
+    ({"ratio": -1}, "JobGate's ratio must be a number > 0 (as spark.yaq.starvation.ratio). Got -1. Pass e.g. 4.0."),
+])
+def test_a_bad_argument_is_refused_by_its_keys_rule_never_replaced_by_the_default(spark, kwargs, message):
+    with pytest.raises(UsageError) as e:
+        JobGate(spark, **kwargs)
+    assert str(e.value).startswith(message) and "\n" not in str(e.value)
+
+
+def test_the_history_path_is_checked_when_the_gate_is_built_and_never_overwrites_a_users_file(spark, tmp_path):
+    with pytest.raises(NotOursError, match=f"^JobGate's history {tmp_path} is a folder: give the path of a job "
+                                           "history to write"):
+        JobGate(spark, history=str(tmp_path))
+    mine = tmp_path / "results.json"
+    mine.write_text('{"rows": 3}')
+    with pytest.raises(NotOursError, match=f"^JobGate's history {mine} exists and sparkrm did not write it"):
+        JobGate(spark, history=str(mine))
+    assert mine.read_text() == '{"rows": 3}'
+    kept = tmp_path / "new" / "history.json"
+    gate = JobGate(spark, history=str(kept))
+    assert kept.parent.is_dir()  # created before any job, so the first job's history has a place to go
+    with gate.job("count"):
+        spark.sparkContext.parallelize(range(10), 2).count()
+    assert JobHistory.load(kept).estimate("count").tasks == 2

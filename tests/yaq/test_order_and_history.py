@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from spark_plugin.errors import NotOursError, UsageError
 from spark_plugin.job_history import HistoryFileError, JobHistory, Work, sql_shape
 from spark_plugin.pigeon import LONG, SHORT, ShortJobPools
 from spark_plugin.yaq import Waiting, queue_wait, release_order, starved
@@ -56,11 +57,29 @@ def test_a_broken_history_file_is_refused_in_one_line_naming_it(tmp_path):
     bad = tmp_path / "h.json"
     for text in ("{not json", json.dumps({"shapes": {}}), json.dumps({"smoothing": 0.3, "shapes": {"q": {}}})):
         bad.write_text(text)
-        with pytest.raises(HistoryFileError, match=f"^{bad}: not a job history .*delete it") as e:
+        with pytest.raises(HistoryFileError, match=f"^{bad}: not a job history .*Choose another path") as e:
             JobHistory.load(bad)
         assert "\n" not in str(e.value)
     with pytest.raises(ValueError, match="task_s and tasks must be >= 0"):
         JobHistory().record("q", task_s=-1.0, tasks=1)
+
+
+def test_a_history_overwrites_only_a_history_and_creates_its_folder(tmp_path):
+    mine = tmp_path / "notes.json"
+    mine.write_text('{"my": "notes"}')
+    with pytest.raises(NotOursError, match=f"^--history {mine} exists and sparkrm did not write it"):
+        JobHistory.open(mine, what="--history")
+    with pytest.raises(NotOursError, match=f"^{mine} exists and sparkrm did not write it"):
+        JobHistory().record("q", task_s=1.0, tasks=1).save(mine)
+    assert mine.read_text() == '{"my": "notes"}'
+    with pytest.raises(NotOursError, match=f"^{tmp_path} is a folder: give the path of a job history"):
+        JobHistory.open(tmp_path)
+    kept = tmp_path / "new" / "history.json"
+    assert len(JobHistory.open(kept)) == 0 and kept.parent.is_dir()
+    JobHistory().record("q", task_s=1.0, tasks=1).save(kept)
+    JobHistory.open(kept).record("q", task_s=3.0, tasks=1).save(kept)  # its own file: replaced
+    assert JobHistory.load(kept).estimate("q").runs == 2 and sorted(p.name for p in kept.parent.iterdir()) == [
+        "history.json"]
 
 
 def test_sql_shape_ignores_literals_case_and_spacing_but_not_structure():
@@ -78,7 +97,19 @@ def test_pigeon_routes_by_predicted_length_and_sizes_its_reserved_share():
     assert pools.pool_for(Work(401.0, 80, 3)) == LONG
     xml = pools.allocation_file()
     assert '<pool name="pigeon-short">' in xml and "<weight>20</weight>" in xml and "<minShare>2</minShare>" in xml
-    for bad, match in (({"weight": 0}, "weight must be an int >= 1"), ({"min_share": 1.5}, "min_share must be"),
-                       ({"max_length_s": 0}, "max_length_s must be > 0")):
-        with pytest.raises(ValueError, match=match):
-            ShortJobPools(4, **bad)
+
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"weight": 5000}, r"^ShortJobPools' weight must be an integer in \[1, 1000\] \(as spark.pigeon.short.weight\). "
+                       r"Got 5000. Pass e.g. 20.$"),
+    ({"weight": 2.5}, r"^ShortJobPools' weight must be an integer .* Got 2.5."),
+    ({"min_share": 1.5}, r"^ShortJobPools' min_share must be a number in \[0, 1\] \(as spark.pigeon.short.minShare\)"),
+    ({"max_length_s": 0}, r"^ShortJobPools' max_length_s \(0 s\) must be a duration >= 1ms "
+                          r"\(as spark.pigeon.short.maxLength\)"),
+    ({"max_length_s": "10s"}, r"^ShortJobPools' max_length_s must be a finite number. Got '10s'."),
+    ({"cores": 0}, r"^ShortJobPools' cores must be a whole number in \[1, 10000000\]. Got 0."),
+])
+def test_pigeon_checks_each_argument_by_its_keys_rule(bad, message):
+    with pytest.raises(UsageError, match=message):
+        ShortJobPools(**{"cores": 4, **bad})
