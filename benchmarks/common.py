@@ -192,10 +192,24 @@ def save_figure(fig, png: Path, *, dpi: int = 120) -> None:
         pyplot().close(fig)
 
 
-def write_markdown(json_path, lines: list[str]) -> Path:
-    """Write a report's lines next to its JSON as ``<run>.md``; returns that path."""
-    md_path = Path(json_path).with_suffix(".md")
-    md_path.write_text("\n".join(lines))
+def _is_report(path: Path) -> bool:
+    """Whether ``path`` is a Markdown report of ours: a title, then the provenance line of :func:`report_header`."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            head = [f.readline() for _ in range(4)]
+    except (OSError, ValueError):
+        return False
+    return head[0].startswith("# ") and any(" · commit " in line for line in head[1:])
+
+
+#: A benchmark's Markdown report beside its result: replaced only by another report.
+REPORT = ownership.FileKind("benchmark report", _is_report, ".md")
+
+
+def write_markdown(json_path, lines: list[str] | str) -> Path:
+    """Write a report's lines next to its JSON as ``<run>.md`` (over a report of ours only); returns that path."""
+    md_path = REPORT.check_writable(Path(json_path).with_suffix(".md"))
+    md_path.write_text(lines if isinstance(lines, str) else "\n".join(lines))
     return md_path
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
+from .arguments import Parser
 from .errors import ConfigError, SparkrmError
 
 #: What a failed ``submit-args`` prints on stdout: an option spark-submit rejects, so that
@@ -24,7 +24,7 @@ def main(argv=None) -> int:
         except SparkrmError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
-    parser = argparse.ArgumentParser(prog="sparkrm", description=__doc__)
+    parser = Parser(prog="sparkrm", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
     sub.add_parser("submit", help="validate, then run spark-submit: sparkrm submit [--features F] [--dry-run] "

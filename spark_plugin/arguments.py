@@ -83,18 +83,29 @@ def key_option(key: str, option: str):
     return parse
 
 
-def whole_number_option(option: str, *, low: int, high: int, fix: str = ""):
-    """An argparse ``type=`` for a whole-number option in ``[low, high]``."""
-    def parse(text: str) -> int:
+def whole_number_option(option: str, **rule):
+    """An argparse ``type=`` for a whole-number option, by :func:`whole_number`'s ``rule`` (``low``, ``high``, ``fix``)."""
+    return _option(int, lambda value: whole_number(value, what=option, **rule))
+
+
+def number_option(option: str, **rule):
+    """An argparse ``type=`` for a number option, by :func:`number`'s ``rule`` (``low``, ``high``, ...)."""
+    return _option(float, lambda value: number(value, what=option, **rule))
+
+
+def _option(convert, check):
+    """An argparse type: ``text`` converted (left as text when it does not convert, so the message shows it) and
+    checked, a refusal becoming argparse's one-line error."""
+    def parse(text: str):
         try:
-            value = int(text)
+            value = convert(text)
         except ValueError:
             value = text
         try:
-            return whole_number(value, what=option, low=low, high=high, fix=fix)
+            return check(value)
         except UsageError as e:
             raise argparse.ArgumentTypeError(str(e)) from None
-    parse.__name__ = "int"
+    parse.__name__ = convert.__name__
     return parse
 
 

@@ -204,15 +204,17 @@ def read_telemetry(path, *, skip_corrupt: bool = False) -> dict[str, pa.Table]:
     Raises
     ------
     SparkrmError
-        If the file does not start with sparkrm's schema line, or (unless
-        ``skip_corrupt``) a record other than a half-written last one is damaged:
-        the message names the file and the line.
+        If the file does not start with sparkrm's schema line (an object of record
+        types, each a list of ``[name, type]`` pairs), or (unless ``skip_corrupt``) a
+        record other than a half-written last one is damaged or of an undeclared
+        type: one line naming the file (and the line) and the fix.
 
     Notes
     -----
-    A crashed application's file may end in a half-written record: every complete
-    record is read and the incomplete tail is skipped with a warning saying how
-    many bytes that was.
+    A crashed application's file, or one still being written, may end in a
+    half-written record: every complete record is read and the incomplete tail
+    (what follows the last newline, when it is not JSON) is skipped with a warning
+    saying how many bytes that was. A damaged line anywhere else is an error.
     """
     path = Path(path)
     try:
@@ -220,12 +222,7 @@ def read_telemetry(path, *, skip_corrupt: bool = False) -> dict[str, pa.Table]:
     except OSError as e:
         raise SparkrmError(f"Cannot read telemetry file {path}: {e.strerror or e}.") from e
     header, _, body = raw.partition(b"\n")
-    try:
-        described = json.loads(header)["schemas"]
-    except (ValueError, KeyError, TypeError) as e:
-        raise SparkrmError(f"{path} is not a sparkrm telemetry file: its first line is not the "
-                           f"schema record. Pass a file written under spark.sparkrm.telemetry.dir.") from e
-    schemas = arrow_schemas(described)
+    schemas = arrow_schemas(_described(path, header))
     lines = body.split(b"\n")
     tail = lines.pop()  # what follows the last newline: empty unless the writer stopped mid-record
     if tail.strip():
@@ -240,6 +237,8 @@ def read_telemetry(path, *, skip_corrupt: bool = False) -> dict[str, pa.Table]:
         m = _TYPE_FIELD.match(line)
         if m and m.group(1).decode() in groups:
             groups[m.group(1).decode()].append((number, line))
+        elif m:
+            damaged.append((number, f"a {m.group(1).decode()} record, a type the schema line does not declare"))
         elif line.strip():
             damaged.append((number, "not a telemetry record"))
     tables = {}
@@ -263,6 +262,29 @@ def read_telemetry(path, *, skip_corrupt: bool = False) -> dict[str, pa.Table]:
                                "skip_corrupt=True to read the others.")
         log.warning("%s: skipped %d damaged line(s), the first at line %d", path, len(damaged), damaged[0][0])
     return tables
+
+
+def _described(path: Path, header: bytes) -> dict:
+    """The record types a telemetry file's first line declares, ``{type: [[name, kind], ...]}``, once it
+    declares one or more in that form; else one line naming the file and what is wrong."""
+    fix = "Pass a file written under spark.sparkrm.telemetry.dir, as sparkrm wrote it."
+    try:
+        described = json.loads(header)["schemas"]
+    except (ValueError, KeyError, TypeError):
+        raise SparkrmError(f"{path} is not a sparkrm telemetry file: its first line is not the schema record "
+                           f'({{"seq":0,"type":"schema","schemas":{{...}}}}). {fix}') from None
+    if not isinstance(described, dict):
+        raise SparkrmError(f"{path}: its schema line's \"schemas\" is {type(described).__name__}, not an object "
+                           f"of record types. {fix}")
+    if not described:
+        raise SparkrmError(f"{path}: its schema line declares no record type (sparkrm writes "
+                           f"{', '.join(RECORD_TYPES)} at least). {fix}")
+    for rtype, fields in described.items():
+        if not (isinstance(fields, list) and all(isinstance(f, list) and len(f) == 2 and isinstance(f[0], str)
+                                                 and f[1] in _ARROW_TYPES for f in fields)):
+            raise SparkrmError(f"{path}: its schema line's {rtype!r} schema is not a list of [name, type] pairs "
+                               f"with types {', '.join(_ARROW_TYPES)}. {fix}")
+    return described
 
 
 def _is_json(line: bytes) -> bool:

@@ -21,9 +21,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.common import (add_master_option, markdown_table, report_header, result_path, run_metadata,
-                               write_json, write_markdown)
+from benchmarks.common import (REPORT, RESULT, add_master_option, markdown_table, report_header, result_path,
+                               run_metadata, write_json, write_markdown)
 from spark_plugin.advisor import Run, load_run
+from spark_plugin.arguments import Parser, whole_number_option
+from spark_plugin.errors import SparkrmError, UsageError
 
 from . import cluster_of, jobs, median_run, round_order, slaq, where
 from .analysis import (ADVICE_HEADERS, advice_columns, advice_sentence, analyze, error_columns, error_headers,
@@ -57,17 +59,17 @@ def collect(args, telemetry: Path) -> dict[str, list[Run]]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.advisor", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = Parser(prog="python -m benchmarks.advisor", description=__doc__,
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workload", choices=("tpch", "slaq", "jobs"), default="tpch",
                         help="TPC-H queries, the SLAQ trainers, or seven jobs of other kinds read from Spark's own "
                              "event logs (default tpch)")
     parser.add_argument("--executors", type=_counts, default=[1, 2, 3, 4],
                         help="executor counts, one core each (default 1,2,3,4)")
-    parser.add_argument("--rounds", type=int, default=3,
+    parser.add_argument("--rounds", type=whole_number_option("--rounds", low=1, high=100), default=3,
                         help="rounds over the counts, their order reversed every other round; a count's time is the "
                              "median over rounds (default 3)")
-    parser.add_argument("--repeat", type=int, default=2,
+    parser.add_argument("--repeat", type=whole_number_option("--repeat", low=1, high=100), default=2,
                         help="tpch, jobs: timed executions per query or job in each application (default 2)")
     parser.add_argument("--sf", type=float, default=1.0, help="tpch: scale factor (default 1)")
     parser.add_argument("--queries", default="1-22", help="tpch: queries (default 1-22)")
@@ -81,44 +83,108 @@ def main(argv=None) -> int:
     add_master_option(parser)
     parser.add_argument("--analyze", type=Path, default=None, metavar="RESULT_JSON",
                         help="fit the runs recorded in an earlier result again instead of running the workload")
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default benchmarks/results/advisor)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="output folder (default benchmarks/results/advisor); a result file already there is "
+                             "overwritten only when this benchmark wrote it")
     args = parser.parse_args(argv)
     if len(args.executors) < 3 or min(args.executors) < 1:
         parser.error("--executors needs three or more counts >= 1 (each is predicted from the others)")
-    workload, iterations = args.workload, None
-    if args.analyze:
-        recorded = json.loads(args.analyze.read_text())
-        workload = recorded["meta"]["conf"].get("workload", "tpch")
-        runs = {q: [recorded_run(r, recorded["meta"]["conf"]) for r in d["runs"]]
-                for q, d in recorded["queries"].items()}
-        iterations = recorded.get("iterations")
-        conf = {**recorded["meta"]["conf"], "measured_at": recorded["meta"].get("git_sha")}
+    try:
+        return _run(args)
+    except SparkrmError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def _run(args) -> int:
+    """Check every input and output, then measure (or refit) and write: a refusal costs nothing."""
+    recorded, recorded_runs = _recorded(args.analyze) if args.analyze else (None, None)
+    workload = recorded["meta"]["conf"].get("workload", "tpch") if recorded else args.workload
+    meta = run_metadata(_conf(args, workload, recorded))
+    path = _result_path(workload, meta, args.out)
+    iterations = None
+    if recorded:
+        runs, iterations = recorded_runs, recorded.get("iterations")
     elif workload == "slaq":
         with tempfile.TemporaryDirectory(prefix="advisor-bench-") as tmp:
             runs, iterations = slaq.measure(args, Path(tmp))
-        conf = {"workload": workload, "master": args.master, "executors": args.executors, "rounds": args.rounds,
-                "rows": args.rows, "partitions": args.partitions, "iterations": args.iterations, "seed": args.seed}
     elif workload == "jobs":
         with tempfile.TemporaryDirectory(prefix="advisor-bench-") as tmp:
             runs = jobs.measure(args, Path(tmp))
-        conf = {"workload": workload, "master": args.master, "executors": args.executors, "rounds": args.rounds,
-                "repeat": args.repeat}
     else:
         with tempfile.TemporaryDirectory(prefix="advisor-bench-") as tmp:
             runs = collect(args, Path(tmp))
-        conf = {"workload": workload, "master": args.master, "sf": args.sf, "queries": args.queries,
-                "executors": args.executors, "shuffle_partitions": args.shuffle_partitions, "rounds": args.rounds,
-                "repeat": args.repeat}
     queries = analyze(runs)
-    meta = run_metadata(conf)
     payload = {"meta": meta, "queries": queries, "summary": summarize(queries)}
     if workload == "slaq":
         runtime = {kind: slaq.runtime_errors(its) for kind, its in iterations.items()}
         payload |= {"iterations": iterations, "runtime": runtime, "runtime_summary": slaq.summarize_runtime(runtime)}
-    path = write_json(result_path("advisor", f"{workload}.json", meta, args.out), payload)
+    write_json(_check_outputs(path), payload)  # checked again: a file of the user's may have appeared meanwhile
     reports = {"slaq": lambda p: slaq.write_report(p, THESIS), "jobs": jobs.write_report}
     print(reports.get(workload, write_report)(path))
     return 0
+
+
+def _is_result(data) -> bool:
+    """Whether ``data`` (a parsed JSON file) is a result of this benchmark: its runs per job, their fit, the
+    provenance."""
+    return (isinstance(data, dict) and isinstance(data.get("meta"), dict)
+            and isinstance(data["meta"].get("conf"), dict) and isinstance(data.get("queries"), dict)
+            and "summary" in data)
+
+
+def _recorded(path: Path) -> tuple[dict, dict[str, list[Run]]]:
+    """The earlier result ``--analyze`` names and its runs per job, read before anything runs; one line when it is
+    not such a result."""
+    fix = "Pass a result this benchmark wrote, e.g. benchmarks/results/advisor/<date>-<sha>.tpch.json."
+    try:
+        data = json.loads(path.read_text())
+    except OSError as e:
+        raise UsageError(f"--analyze {path}: cannot be read ({e.strerror or e}). {fix}") from None
+    except ValueError as e:
+        raise UsageError(f"--analyze {path} is not JSON ({str(e).splitlines()[0]}). {fix}") from None
+    try:
+        if _is_result(data):
+            return data, {q: [recorded_run(r, data["meta"]["conf"]) for r in d["runs"]]
+                          for q, d in data["queries"].items()}
+    except (TypeError, KeyError, ValueError):
+        pass
+    raise UsageError(f"--analyze {path} is JSON but not a result of this benchmark (its meta.conf and each job's "
+                     f"runs). {fix}")
+
+
+def _conf(args, workload: str, recorded: dict | None) -> dict:
+    """What the result records of how it was measured."""
+    if recorded:
+        return {**recorded["meta"]["conf"], "measured_at": recorded["meta"].get("git_sha")}
+    common = {"workload": workload, "master": args.master, "executors": args.executors, "rounds": args.rounds}
+    if workload == "slaq":
+        return {**common, "rows": args.rows, "partitions": args.partitions, "iterations": args.iterations,
+                "seed": args.seed}
+    if workload == "jobs":
+        return {**common, "repeat": args.repeat}
+    return {**common, "sf": args.sf, "queries": args.queries, "shuffle_partitions": args.shuffle_partitions,
+            "repeat": args.repeat}
+
+
+def _result_path(workload: str, meta: dict, out: Path | None) -> Path:
+    """Where the result goes (its report beside it), once neither file there is the user's; its folder created."""
+    if out is not None and out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file: give the folder to write the result into. Choose a new or "
+                         "existing folder.")
+    try:
+        path = result_path("advisor", f"{workload}.json", meta, out)
+    except OSError as e:
+        raise UsageError(f"--out {out}: the folder cannot be created ({e.strerror or e}). Choose a writable "
+                         "folder.") from None
+    return _check_outputs(path)
+
+
+def _check_outputs(path: Path) -> Path:
+    """Refuse to write the result at ``path`` (and its report beside it) over a file this benchmark did not write."""
+    RESULT.check_writable(path, what="--out")
+    REPORT.check_writable(path.with_suffix(".md"), what="--out")
+    return path
 
 
 def _counts(text: str) -> list[int]:

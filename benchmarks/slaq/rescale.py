@@ -16,7 +16,7 @@ import statistics
 import time
 
 from benchmarks.cluster import conf_for_master
-from benchmarks.common import markdown_table, report_header, result_path, run_metadata, write_json
+from benchmarks.common import markdown_table, report_header, result_path, run_metadata, write_json, write_markdown
 
 
 def measure(rows: int, rounds: int, master: str | None = None) -> dict:
@@ -107,6 +107,5 @@ def run(args) -> None:
                                           (f"grow {kept} -> {n} executors", "grow_s"),
                                           ("steady iteration", "steady_iteration_s"),
                                           ("first iteration after a grow", "first_after_grow_s"))]), ""]
-    md_path = json_path.with_name(json_path.name.replace(".json", ".md"))
-    md_path.write_text("\n".join(md))
+    md_path = write_markdown(json_path, md)
     print(f"wrote {json_path} and {md_path}")

@@ -23,7 +23,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchmarks.common import interval, markdown_table, report_header, result_path, run_metadata, write_json
+from benchmarks.common import interval, markdown_table, report_header, result_path, run_metadata, write_json, write_markdown
 
 from . import metrics
 
@@ -149,8 +149,7 @@ def run(args) -> None:
         "arrival to 90% of its loss reduction; its normalized loss averaged over its own life "
         f"(`worst_job_normalized_loss`). Ratios: policy over `{base}` per seed, mean [95%].",
         "", markdown_table(["mean gap", "policy", *MEASURES, *(f"{m} / {base}" for m in MEASURES)], rows), ""]
-    md_path = json_path.with_name(json_path.name.replace(".json", ".md"))
-    md_path.write_text("\n".join(md))
+    md_path = write_markdown(json_path, md)
     print(f"wrote {json_path} and {md_path}")
 
 

@@ -7,7 +7,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from benchmarks.common import markdown_table, pyplot, save_figure
+from benchmarks.common import markdown_table, pyplot, save_figure, write_markdown
 
 
 def write_report(json_path: Path) -> Path:
@@ -48,8 +48,7 @@ def write_report(json_path: Path) -> Path:
         "![job times per mode](" + Path(json_path).with_suffix(".png").name + ")",
         "",
     ])
-    md_path = Path(json_path).with_suffix(".md")
-    md_path.write_text(md)
+    md_path = write_markdown(json_path, md)
     _plot(data, Path(json_path).with_suffix(".png"))
     return md_path
 

@@ -4,7 +4,8 @@ One flow, one module per step; none imports Spark:
 
 1. **report** (:mod:`.runs`): :func:`load_runs` reads one job's runs (its job group, or whole applications)
    from sparkrm telemetry files or Spark event logs in every form Spark writes (rolling folders, each codec,
-   decoded by Spark's own readers, :mod:`.event_logs`): task slots, tasks and wall time of each;
+   decoded by Spark's own readers, :mod:`.event_logs`): task slots, tasks and wall time of each, each
+   application once (matched by its Spark application id) whichever of its files were named;
 2. **fit** (:mod:`.models`): :class:`Usba` regresses run time on ln(N/m), m and N (thesis eq. 3.14-3.16);
    :class:`Ipso` splits it into serial, parallel and scale-out overhead parts and names the scaling type;
    :class:`Waves` (ours) counts the task waves of the job's stages, the steps USBA's ln(N/m) smooths over;

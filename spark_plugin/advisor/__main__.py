@@ -2,56 +2,57 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
-from spark_plugin.errors import SparkrmError
+from spark_plugin.arguments import Parser, number_option, whole_number_option
+from spark_plugin.errors import SparkrmError, UsageError
+from spark_plugin.ownership import PLOT, save_figure
 
-from .recommend import TARGETS, recommend
+from .recommend import CORES_PER_EXECUTOR, MAX_SLOTS, TARGETS, WITHIN, recommend
 from .runs import collect_runs, no_runs_message
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python -m spark_plugin.advisor", description=__doc__.split(":", 1)[1].strip(),
         epilog="Run the job at two or more executor counts (three or more to check the fit on held-out runs), "
                "with spark.sparkrm.telemetry.dir or spark.eventLog.dir set, and pass the files.")
     parser.add_argument("files", nargs="+", type=Path,
                         help="telemetry files (*.telemetry.jsonl), Spark event logs (files or eventlog_v2_* folders, "
-                             "any codec), or folders of them such as spark.eventLog.dir")
+                             "any codec), or folders of them such as spark.eventLog.dir; an application named twice "
+                             "(telemetry and event log) counts once")
     parser.add_argument("--job", default=None, help="the job group to model (default: whole applications)")
     parser.add_argument("--target", choices=TARGETS, default="fastest",
                         help="fastest, or cheapest: fewest slot-seconds within --within of the fastest")
-    parser.add_argument("--within", type=float, default=10.0, help="percent slower allowed for cheapest (default 10)")
-    parser.add_argument("--cores-per-executor", type=int, default=1, help="to turn slots into executors (default 1)")
-    parser.add_argument("--max-slots", type=int, default=None,
+    parser.add_argument("--within", type=number_option("--within", **WITHIN), default=10.0,
+                        help="percent slower allowed for cheapest, >= 0 (default 10)")
+    parser.add_argument("--cores-per-executor", type=whole_number_option("--cores-per-executor", **CORES_PER_EXECUTOR),
+                        default=1, help="to turn slots into executors (default 1)")
+    parser.add_argument("--max-slots", type=whole_number_option("--max-slots", **MAX_SLOTS), default=None,
                         help="the most task slots to advise, e.g. the cluster's cores (default: twice the most run)")
     parser.add_argument("--plot", type=Path, default=None, help="write measured and fitted speedups to this PNG")
     args = parser.parse_args(argv)
     try:
-        if args.max_slots is not None and args.max_slots < 1:
-            raise ValueError(f"--max-slots must be >= 1, got {args.max_slots}")
-        if args.within < 0:
-            raise ValueError(f"--within is the percent slower than the fastest that cheapest may be: >= 0, "
-                             f"got {args.within:g}")
+        if args.plot:  # before reading any log, so a refusal costs nothing
+            _pyplot()
+            PLOT.check_writable(args.plot, what="--plot")
         found = collect_runs(args.files, args.job)
         if not found.runs:
             raise SparkrmError(no_runs_message(found, args.job))
         runs = sorted(found.runs, key=lambda r: r.slots)
         advice = recommend(runs, target=args.target, within=args.within / 100,
                            cores_per_executor=args.cores_per_executor, max_slots=args.max_slots)
+        print(report(runs, advice, args.job))
+        for source, why in found.notes:
+            print(f"note: {source} {why}")
+        for source, why in found.left_out:
+            print(f"left out: {source}: {why}")
+        if args.plot:
+            print(f"plot: {plot(runs, advice, args.plot, args.job)}")
     except (SparkrmError, ValueError) as e:
         print(f"advisor: {e}", file=sys.stderr)
         return 2
-    print(report(runs, advice, args.job))
-    for source, why in found.notes:
-        print(f"note: {source} {why}")
-    for source, why in found.left_out:
-        print(f"left out: {source}: {why}")
-    if args.plot:
-        plot(runs, advice, args.plot, args.job)
-        print(f"plot: {args.plot}")
     return 0
 
 
@@ -90,14 +91,21 @@ def _range(iv) -> str:
     return f"{100 * LEVEL:.0f}% interval {iv.low_s:.1f}-{iv.high_s:.1f} s"
 
 
-def plot(runs, advice, png: Path, job) -> None:
+def _pyplot():
+    """matplotlib's pyplot on the file-only Agg backend, or a one-line :class:`UsageError` saying how to get it."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as e:
-        raise SystemExit(f"advisor: --plot needs matplotlib (pip install 'sparkrm[bench]'): {e}")
+        raise UsageError(f"--plot needs matplotlib (pip install 'sparkrm[bench]'): {e}") from None
+    return plt
+
+
+def plot(runs, advice, png: Path, job) -> Path:
+    """Measured and fitted speedups as a PNG at ``png``, overwriting only a plot sparkrm wrote; its path."""
+    plt = _pyplot()
     base = runs[0]
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot([r.slots for r in runs], [base.wall_s / r.wall_s for r in runs], "o", label="measured")
@@ -115,8 +123,10 @@ def plot(runs, advice, png: Path, job) -> None:
     ax.set_title(f"{job or 'application'}: scaling type {advice.scaling_type}")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(png, dpi=120)
-    plt.close(fig)
+    try:
+        return save_figure(fig, png, what="--plot", dpi=120)
+    finally:
+        plt.close(fig)
 
 
 if __name__ == "__main__":

@@ -24,9 +24,11 @@ from pathlib import Path
 
 from spark_plugin.errors import SparkrmError
 
-#: The listener events a run is built from; every other event is skipped unparsed.
-WANTED = frozenset({"SparkListenerJobStart", "SparkListenerJobEnd", "SparkListenerStageCompleted",
-                    "SparkListenerExecutorAdded", "SparkListenerExecutorRemoved", "SparkListenerApplicationEnd"})
+#: The listener events a run is built from, and the one naming the application; every other event is skipped
+#: unparsed.
+WANTED = frozenset({"SparkListenerApplicationStart", "SparkListenerJobStart", "SparkListenerJobEnd",
+                    "SparkListenerStageCompleted", "SparkListenerExecutorAdded", "SparkListenerExecutorRemoved",
+                    "SparkListenerApplicationEnd"})
 #: Suffixes of compressed event logs (Spark's short codec names) and of unfinished ones.
 CODEC_SUFFIXES = (".zstd", ".lz4", ".snappy", ".lzf")
 IN_PROGRESS = ".inprogress"
@@ -45,14 +47,23 @@ class EventLog:
     truncated: list[str] = field(default_factory=list)
     problem: str | None = None
 
+    @property
+    def application(self) -> tuple[str, str | None] | None:
+        """``(application id, attempt id or None)`` from the log's start event, ``None`` when it has none: what
+        tells that a telemetry file or another log is of the same application."""
+        start = next((e for e in self.events if e.get("Event") == "SparkListenerApplicationStart"), None)
+        if start is None or not isinstance(start.get("App ID"), str):
+            return None
+        return start["App ID"], start.get("App Attempt ID")
+
 
 def looks_like_event_log(path: Path) -> bool:
-    """Whether Spark's reader should be asked for ``path``: a rolling folder, a compressed or unfinished log by
-    its name, or a plain file whose first line is a listener event."""
+    """Whether Spark's reader should be asked for ``path``: a rolling folder, a compressed log by its name, or a
+    plain file (finished or ``.inprogress``) whose first line is a listener event. Spark reads the suffix of any
+    other ``x.<ext>.inprogress`` as a codec, so such a file (``x.jsonl.inprogress``) is no event log of its."""
     if path.is_dir():
         return path.name.startswith(ROLLING_PREFIX)
-    name = path.name.removesuffix(IN_PROGRESS)
-    if name.endswith(CODEC_SUFFIXES) or path.name.endswith(IN_PROGRESS):
+    if path.name.removesuffix(IN_PROGRESS).endswith(CODEC_SUFFIXES):
         return True
     try:
         with path.open("rb") as f:

@@ -19,11 +19,21 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from spark_plugin.arguments import number, whole_number
+from spark_plugin.errors import UsageError
+
 from .intervals import Interval, interval, next_count
 from .models import Ipso, Usba, Waves
 from .runs import Run
 
 TARGETS = ("fastest", "cheapest")
+#: The rules of :func:`recommend`'s arguments, which the command line's options apply as they are parsed
+#: (:mod:`spark_plugin.arguments`): one rule each. Every slot count up to ``max_slots`` is predicted, so it has a
+#: bound (100 000 slots take about a second).
+CORES_PER_EXECUTOR = dict(low=1, high=1024, fix="Pass the cores of one executor (spark.executor.cores), e.g. 4.")
+MAX_SLOTS = dict(low=1, high=100_000, fix="Pass the cluster's task slots (its cores), or leave it out for twice "
+                                          "the most measured.")
+WITHIN = dict(low=0.0, fix="Pass how much slower than the fastest the cheapest may be (0: the fastest itself).")
 MODELS = ("usba", "ipso", "waves")
 #: Another model advises instead of IPSO only where its median held-out error is at most this share of IPSO's
 #: (chosen on the recorded TPC-H and trainer runs, benchmarks/results/advisor/README.md).
@@ -114,11 +124,18 @@ def recommend(runs: list[Run], *, target: str = "fastest", within: float = 0.10,
 
     Raises
     ------
+    UsageError
+        For an unknown target, a ``within`` below 0, a ``cores_per_executor`` or ``max_slots`` not a whole number
+        in its range (:data:`CORES_PER_EXECUTOR`, :data:`MAX_SLOTS`).
     ValueError
-        For an unknown target, or fewer than two distinct slot counts among the runs.
+        For fewer than two distinct slot counts among the runs.
     """
     if target not in TARGETS:
-        raise ValueError(f"target {target!r}: give one of {', '.join(TARGETS)}")
+        raise UsageError(f"target {target!r}: give one of {', '.join(TARGETS)}")
+    within = number(within, what="within", **WITHIN)
+    cores_per_executor = whole_number(cores_per_executor, what="cores_per_executor", **CORES_PER_EXECUTOR)
+    if max_slots is not None:
+        max_slots = whole_number(max_slots, what="max_slots", **MAX_SLOTS)
     if len({r.slots for r in runs}) < 2:
         raise ValueError("the advisor needs runs at two or more slot counts (executors x cores); got "
                          f"{sorted({r.slots for r in runs})}")

@@ -13,7 +13,11 @@ from pathlib import Path
 
 from spark_plugin.errors import SparkrmError
 
-from .event_logs import ROLLING_PREFIX, looks_like_event_log, read_event_logs
+from .event_logs import IN_PROGRESS, ROLLING_PREFIX, looks_like_event_log, read_event_logs
+
+#: What sparkrm names a telemetry file after the application's id (``.inprogress`` added while it runs).
+TELEMETRY_SUFFIX = ".telemetry.jsonl"
+_NOT_ENDED = "the application had not ended (still running, or killed)"
 
 
 @dataclass(frozen=True)
@@ -30,7 +34,8 @@ class Run:
 
 @dataclass
 class RunSet:
-    """The runs found in the files a user named, and every application left out, with why (one line each)."""
+    """The runs found in the files a user named, every application left out, with why, and notes (what a run
+    does not count, files set aside as duplicates): one line each."""
 
     runs: list[Run]
     left_out: list[tuple[str, str]]
@@ -57,12 +62,14 @@ def collect_runs(paths, job: str | None = None) -> RunSet:
     A path is a sparkrm telemetry file, a Spark event log in any form Spark writes (see
     :mod:`.event_logs`), or a folder of them (``spark.eventLog.dir`` or ``spark.sparkrm.telemetry.dir``):
     each application is one run. An application that failed or is still running counts with its finished
-    jobs; one with no finished job of ``job``, or no executor, is left out and said why.
+    jobs; one with no finished job of ``job``, or no executor, is left out and said why. An application named
+    twice (its telemetry file and its event log, matched by Spark's application id) counts once, from the
+    richer record; the other file is set aside with a note.
 
     Raises
     ------
     SparkrmError
-        Naming the path, when one does not exist or is neither kind of file.
+        Naming the path, when one does not exist or cannot be read, or a telemetry file is damaged.
     """
     return collect_runs_of(paths, [job])[job]
 
@@ -70,21 +77,42 @@ def collect_runs(paths, job: str | None = None) -> RunSet:
 def collect_runs_of(paths, jobs) -> dict:
     """:func:`collect_runs` for each of ``jobs`` (job groups, ``None`` for whole applications), reading every
     file once: ``{job: RunSet}``."""
-    unread, applications = _read(paths)
-    found = {job: RunSet([], list(unread), []) for job in jobs}
-    for source, facts, note in applications:
-        if isinstance(facts, str):
+    unread, applications, duplicates = _read(paths)
+    found = {job: RunSet([], list(unread), list(duplicates)) for job in jobs}
+    for app in applications:
+        if isinstance(app.facts, str):
             for runs in found.values():
-                runs.left_out.append((source, facts))
+                runs.left_out.append((app.source, app.facts))
             continue
         for job, runs in found.items():
-            _add(runs, source, *facts, job, finished_note=note)
+            _add(runs, app.source, *app.facts, job, finished_note=app.unfinished)
     return found
 
 
+@dataclass(frozen=True)
+class _Application:
+    """One application as one file tells it: ``facts`` (jobs, succeeded stages' task counts, peak slots) or why
+    the file is unusable, what was unfinished (``None``: it ended), and ``key``, which application it is."""
+
+    source: str
+    facts: tuple | str
+    unfinished: str | None
+    key: tuple  # (Spark application id, attempt id or None), or ("file", its resolved path) when it names none
+    telemetry: bool
+
+    def richness(self) -> tuple:
+        """What one record of an application holds that another may lack, compared in this order: usable,
+        ended, finished jobs, stages; a tie goes to the telemetry file (sparkrm's own record)."""
+        if isinstance(self.facts, str):
+            return (False,)
+        jobs, stages, _ = self.facts
+        finished = sum(j["end"] is not None and not j["failed"] for j in jobs)
+        return True, self.unfinished is None, finished, len(stages), self.telemetry
+
+
 def _read(paths):
-    """``(left_out, applications)``: the files that are neither kind, with why, and for each application its
-    ``(source, (jobs, stages, slots) or why it is unusable, what was unfinished or None)``."""
+    """``(left_out, applications, duplicates)``: the files that are neither kind, with why; each application
+    once (:class:`_Application`); and the files set aside because another file holds the same application."""
     telemetry, event_logs, left_out = [], [], []
     for path in _expand(paths):
         kind = _kind(path)
@@ -94,13 +122,42 @@ def _read(paths):
             event_logs.append(path)
         else:
             left_out.append((str(path), kind))
-    applications = [(str(path), _from_telemetry(path), None) for path in telemetry]
+    applications = [_Application(str(path), _from_telemetry(path),
+                                 _NOT_ENDED if path.name.endswith(IN_PROGRESS) else None,
+                                 _telemetry_application(path), True) for path in telemetry]
     for log in read_event_logs(event_logs):
-        unfinished = None if log.completed else "the application had not ended (still running, or killed)"
+        unfinished = None if log.completed else _NOT_ENDED
         if log.truncated:
             unfinished = f"its log breaks off: {'; '.join(log.truncated)}"
-        applications.append((log.path, log.problem or _from_events(log.events), unfinished))
-    return left_out, applications
+        applications.append(_Application(log.path, log.problem or _from_events(log.events), unfinished,
+                                         log.application or ("file", str(Path(log.path).resolve())), False))
+    return (left_out, *_once_each(applications))
+
+
+def _once_each(applications: list[_Application]):
+    """Each application once, whatever mix of its telemetry file and event log was named (counted twice, it
+    would be predicted from its own twin): the richest record of it is kept, in the order first named; the
+    others come back as notes naming the file kept."""
+    by_key: dict[tuple, list[_Application]] = {}
+    for app in applications:
+        by_key.setdefault(app.key, []).append(app)
+    kept, duplicates = [], []
+    for key, records in by_key.items():
+        best = max(records, key=_Application.richness)  # the first named among equals
+        kept.append(best)
+        what = f"application {key[0]}" if key[0] != "file" else "file"
+        duplicates += [(r.source, f"set aside as a duplicate: it holds the same {what} as {best.source}, which "
+                                  "is counted (once)") for r in records if r is not best]
+    return kept, duplicates
+
+
+def _telemetry_application(path: Path) -> tuple:
+    """A telemetry file's application, from its name ``<appId>.telemetry.jsonl[.inprogress]`` (the attempt is
+    not in it: matched with an event log of no attempt id, as Spark's local, standalone and client modes write)."""
+    name = path.name.removesuffix(IN_PROGRESS)
+    if name.endswith(TELEMETRY_SUFFIX) and len(name) > len(TELEMETRY_SUFFIX):
+        return name.removesuffix(TELEMETRY_SUFFIX), None
+    return "file", str(path.resolve())
 
 
 def load_run(path: Path, job: str | None = None) -> Run:
@@ -130,7 +187,7 @@ def _expand(paths) -> list[Path]:
 
 def _kind(path: Path) -> str:
     """``telemetry``, ``event log``, or why the file is neither."""
-    if path.name.endswith(".telemetry.jsonl"):
+    if path.name.removesuffix(IN_PROGRESS).endswith(TELEMETRY_SUFFIX):
         return "telemetry"
     if looks_like_event_log(path):
         return "event log"
@@ -177,32 +234,66 @@ def _from_telemetry(path: Path):
     from spark_plugin.telemetry_reader import read_telemetry
 
     t = read_telemetry(path)
-    jobs = [{"group": j["jobGroup"], "start": j["submissionTime"], "end": j["completionTime"],
-             "stages": j["stageIds"] or [], "failed": j["status"] == "failed"} for j in t["job"].to_pylist()]
-    stages = {s["stageId"]: s["numTasks"] for s in t["stage"].to_pylist() if s["status"] == "succeeded"}
-    return jobs, stages, _peak_slots(t["executor"].to_pylist(), "event", "executorId", "cores")
+    fix = "Pass a telemetry file this sparkrm version wrote, or the application's Spark event log."
+    missing = [rtype for rtype in ("job", "stage", "executor") if rtype not in t]
+    if missing:
+        raise SparkrmError(f"{path}: its schema line declares no {', '.join(missing)} records, which the advisor "
+                           f"reads. {fix}")
+    try:
+        jobs = [{"group": j["jobGroup"], "start": j["submissionTime"], "end": j["completionTime"],
+                 "stages": j["stageIds"] or [], "failed": j["status"] == "failed"} for j in t["job"].to_pylist()]
+        stages = {s["stageId"]: s["numTasks"] for s in t["stage"].to_pylist() if s["status"] == "succeeded"}
+        return jobs, stages, _peak_slots(t["executor"].to_pylist(), "event", "executorId", "cores")
+    except KeyError as e:
+        raise SparkrmError(f"{path}: its records lack the field {e.args[0]!r}, which the advisor reads. {fix}") \
+            from None
 
 
 def _from_events(events: list[dict]):
-    """Jobs, succeeded stages' task counts and peak slots from one application's listener events."""
+    """Jobs, succeeded stages' task counts and peak slots from one application's listener events, or why they
+    cannot be read: an event lacking a field the advisor needs, or holding it in another form (a file in another
+    format than Spark's event log)."""
     jobs, stages, executors = {}, {}, []
     for e in events:
         kind = e.get("Event")
-        if kind == "SparkListenerJobStart":
-            jobs[e["Job ID"]] = {"group": (e.get("Properties") or {}).get("spark.jobGroup.id"),
-                                 "start": e["Submission Time"], "end": None, "stages": e.get("Stage IDs", []),
-                                 "failed": False}
-        elif kind == "SparkListenerJobEnd" and e["Job ID"] in jobs:
-            jobs[e["Job ID"]]["end"] = e["Completion Time"]
-            jobs[e["Job ID"]]["failed"] = (e.get("Job Result") or {}).get("Result", "JobSucceeded") != "JobSucceeded"
-        elif kind == "SparkListenerStageCompleted" and "Failure Reason" not in e["Stage Info"]:
-            stages[e["Stage Info"]["Stage ID"]] = e["Stage Info"]["Number of Tasks"]
-        elif kind == "SparkListenerExecutorAdded":
-            executors.append({"event": "added", "executorId": e["Executor ID"],
-                              "cores": e["Executor Info"]["Total Cores"]})
-        elif kind == "SparkListenerExecutorRemoved":
-            executors.append({"event": "removed", "executorId": e["Executor ID"], "cores": 0})
+        try:
+            if kind == "SparkListenerJobStart":
+                jobs[_whole(e, "Job ID")] = {"group": (e.get("Properties") or {}).get("spark.jobGroup.id"),
+                                             "start": _whole(e, "Submission Time"), "end": None,
+                                             "stages": _field(e, "Stage IDs", kind=list), "failed": False}
+            elif kind == "SparkListenerJobEnd" and _whole(e, "Job ID") in jobs:
+                job = jobs[e["Job ID"]]
+                job["end"] = _whole(e, "Completion Time")
+                job["failed"] = (e.get("Job Result") or {}).get("Result", "JobSucceeded") != "JobSucceeded"
+            elif kind == "SparkListenerStageCompleted" and "Failure Reason" not in _field(e, "Stage Info", kind=dict):
+                stages[_whole(e, "Stage Info", "Stage ID")] = _whole(e, "Stage Info", "Number of Tasks")
+            elif kind == "SparkListenerExecutorAdded":
+                executors.append({"event": "added", "executorId": _field(e, "Executor ID"),
+                                  "cores": _whole(e, "Executor Info", "Total Cores")})
+            elif kind == "SparkListenerExecutorRemoved":
+                executors.append({"event": "removed", "executorId": _field(e, "Executor ID"), "cores": 0})
+        except KeyError as missing:
+            return (f"its {kind} event lacks {missing.args[0]}: not a Spark event log in the format the advisor "
+                    "reads (Spark 3-4's JSON events); pass the log Spark wrote under spark.eventLog.dir")
     return list(jobs.values()), stages, _peak_slots(executors, "event", "executorId", "cores")
+
+
+_KINDS = {int: "a whole number", str: "text", dict: "an object", list: "a list"}
+
+
+def _field(event: dict, *path: str, kind: type = str):
+    """The value at ``path`` in ``event`` when it is of ``kind``; else a ``KeyError`` saying which field, and what
+    it should hold."""
+    value = event
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise KeyError(f"the field {' / '.join(map(repr, path))} ({_KINDS[kind]})")
+    return value
+
+
+def _whole(event: dict, *path: str) -> int:
+    return _field(event, *path, kind=int)
 
 
 def _peak_slots(events, event_key: str, id_key: str, cores_key: str) -> int:

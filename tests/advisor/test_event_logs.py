@@ -1,6 +1,7 @@
 """The advisor reads the event logs Spark itself writes: rolling folders and single files, each codec, unfinished
 applications and failed jobs, a folder of many applications; never a hand-written imitation."""
 
+import json
 import shutil
 import subprocess
 import sys
@@ -161,11 +162,14 @@ def test_the_command_prints_the_runs_the_fit_and_the_recommendation_and_plots(lo
     from spark_plugin.advisor.__main__ import main
 
     entries = [str(only_entry(logs / name)) for name, *_ in APPS]
-    assert main([*entries, "--job", "squares", "--plot", str(tmp_path / "speedup.png")]) == 0
+    png = tmp_path / "not yet made" / "speedup.png"  # its folder is created
+    assert main([*entries, "--job", "squares", "--plot", str(png)]) == 0
     out = capsys.readouterr().out
     assert "job 'squares': 6 runs" in out and "held-out error" in out and "scaling type" in out
     assert "--conf spark.executor.instances=" in out and "partitions: the runs' own (12 tasks" in out
-    assert (tmp_path / "speedup.png").stat().st_size > 0
+    assert png.stat().st_size > 0
+    assert main([*entries, "--job", "squares", "--plot", str(png)]) == 0  # a plot it wrote may be overwritten
+    assert f"plot: {png}" in capsys.readouterr().out
 
 
 def test_the_command_says_in_one_line_why_it_cannot_advise(logs, capsys):
@@ -174,6 +178,28 @@ def test_the_command_says_in_one_line_why_it_cannot_advise(logs, capsys):
     assert main([str(only_entry(logs / "default-2")), "--job", "squares"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("advisor: the advisor needs runs at two or more slot counts") and "\n" not in err
-    assert main([str(only_entry(logs / "default-2")), "--target", "cheapest", "--within", "-5"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err == "advisor: --within is the percent slower than the fastest that cheapest may be: >= 0, got -5"
+
+
+def test_a_spark_event_log_whose_events_lack_a_field_is_left_out_in_one_line(logs, tmp_path, capsys):
+    """The log Spark wrote, with the submission time taken out of its job events (another format, as an older or
+    foreign writer might leave), and a JSON-lines file that is no event log though named like an unfinished one."""
+    from spark_plugin.advisor.__main__ import main
+
+    source = only_entry(logs / "plain-rolling")
+    shutil.copytree(source, tmp_path / source.name)
+    events = next((tmp_path / source.name).glob("events_*"))
+    lines = [json.loads(line) for line in events.read_text().splitlines()]
+    events.write_text("".join(json.dumps({k: v for k, v in e.items() if k != "Submission Time"},
+                                         separators=(",", ":")) + "\n" for e in lines))
+    other = tmp_path / "metrics.jsonl.inprogress"
+    other.write_text('{"time": 1, "value": 2}\n')
+    found = collect_runs([tmp_path / source.name, other])
+    assert not found.runs and sorted(found.left_out) == [
+        (str(tmp_path / source.name), "its SparkListenerJobStart event lacks the field 'Submission Time' (a whole "
+                                      "number): not a Spark event log in the format the advisor reads (Spark 3-4's "
+                                      "JSON events); pass the log Spark wrote under spark.eventLog.dir"),
+        (str(other), "neither a sparkrm telemetry file nor a Spark event log: pass files written under "
+                     "spark.sparkrm.telemetry.dir or spark.eventLog.dir")]
+    assert main([str(tmp_path / source.name)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{tmp_path / source.name}: its SparkListenerJobStart event lacks" in err
