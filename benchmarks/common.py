@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from spark_plugin import ownership
+from spark_plugin.errors import UsageError
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -89,10 +90,25 @@ def run_metadata(conf: dict) -> dict:
 
 
 def result_path(feature: str, suffix: str, meta: dict, out_dir: Path | None = None) -> Path:
-    """``<out_dir or results/feature>/<date>-<sha>.<suffix>``."""
+    """``<out_dir or results/feature>/<date>-<sha>.<suffix>``, its folder created."""
     folder = out_dir or RESULTS_DIR / feature
-    folder.mkdir(parents=True, exist_ok=True)
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"--out {folder} is a file: pass the folder the results go to (created if missing).")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"--out {folder}: the folder cannot be created ({e.strerror or e}). Choose a writable "
+                         "folder.") from None
     return folder / f"{meta['date'][:10]}-{meta['git_sha']}.{suffix}"
+
+
+def check_outputs(path: Path, *, what: str = "--out") -> Path:
+    """Refuse, before a run, a result at ``path`` or a report or plot beside it that a benchmark of ours did not
+    write: a refusal then costs the user nothing."""
+    RESULT.check_writable(path, what=what)
+    REPORT.check_writable(path.with_suffix(".md"), what=what)
+    ownership.PLOT.check_writable(path.with_suffix(".png"), what=what)
+    return path
 
 
 def _is_result(path: Path) -> bool:

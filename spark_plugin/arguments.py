@@ -12,6 +12,7 @@ report the same line.
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 from numbers import Integral, Real
 
@@ -85,24 +86,25 @@ def key_option(key: str, option: str):
 
 def whole_number_option(option: str, **rule):
     """An argparse ``type=`` for a whole-number option, by :func:`whole_number`'s ``rule`` (``low``, ``high``, ``fix``)."""
-    return _option(int, lambda value: whole_number(value, what=option, **rule))
+    return checked_option(functools.partial(whole_number, **rule), option, int)
 
 
 def number_option(option: str, **rule):
     """An argparse ``type=`` for a number option, by :func:`number`'s ``rule`` (``low``, ``high``, ...)."""
-    return _option(float, lambda value: number(value, what=option, **rule))
+    return checked_option(functools.partial(number, **rule), option, float)
 
 
-def _option(convert, check):
-    """An argparse type: ``text`` converted (left as text when it does not convert, so the message shows it) and
-    checked, a refusal becoming argparse's one-line error."""
+def checked_option(check, option: str, convert=float):
+    """An argparse ``type=`` applying the rule an API applies to the same argument: the text converted (left as
+    text when it does not convert, so the message shows it), then ``check(value, what=option)``; a
+    :class:`UsageError` becomes argparse's one-line error."""
     def parse(text: str):
         try:
             value = convert(text)
         except ValueError:
             value = text
         try:
-            return check(value)
+            return check(value, what=option)
         except UsageError as e:
             raise argparse.ArgumentTypeError(str(e)) from None
     parse.__name__ = convert.__name__

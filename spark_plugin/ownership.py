@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import shutil
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -53,7 +55,7 @@ class FolderKind:
         if not folder.is_dir():
             return []
         return sorted(p.name for p in folder.iterdir()
-                      if p.name != MARKER and not any(fnmatch.fnmatchcase(p.name, e) for e in self.entries))
+                      if not p.name.startswith(MARKER) and not any(fnmatch.fnmatchcase(p.name, e) for e in self.entries))
 
     def is_ours(self, folder) -> bool:
         """Whether ``folder`` is a folder of this kind that sparkrm wrote and holds nothing of the user's."""
@@ -80,8 +82,10 @@ class FolderKind:
         """Make ``folder`` ready to write this kind into: created if missing, marked if empty, kept if ours."""
         folder = self.check_writable(folder, what=what)
         folder.mkdir(parents=True, exist_ok=True)
-        if _marker_kind(folder) != self.name:
-            (folder / MARKER).write_text(json.dumps({"kind": self.name}) + "\n")
+        if _marker_kind(folder) != self.name:  # written whole, then renamed: no reader sees half a marker
+            staged = folder / f"{MARKER}.{os.getpid()}.{threading.get_ident()}"
+            staged.write_text(json.dumps({"kind": self.name}) + "\n")
+            os.replace(staged, folder / MARKER)
         return folder
 
     def remove(self, folder) -> None:

@@ -33,6 +33,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from spark_plugin.arguments import whole_number
+
+#: The largest batch size a user sets (a tuner's default, a Rotary-DLT job's): a batch's memory grows with it.
+MAX_BATCH_SIZE = 65_536
+
+
+def batch_size_of(value, *, what: str) -> int:
+    """A batch size as ``what`` gives it, once it is a whole number in [1, :data:`MAX_BATCH_SIZE`]."""
+    return whole_number(value, what=what, low=1, high=MAX_BATCH_SIZE, fix="Pass e.g. 32.")
+
 __all__ = ["BatchPlanner", "StepPlan", "Take", "steps_per_epoch"]
 
 

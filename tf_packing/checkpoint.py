@@ -10,12 +10,17 @@ from a checkpoint continues exactly where it stopped.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
+import os
+import zipfile
 from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["MemberCheckpoint", "free", "load", "read", "save"]
+from spark_plugin.ownership import FileKind
+
+__all__ = ["CHECKPOINT", "MemberCheckpoint", "free", "load", "read", "save"]
 
 log = logging.getLogger(__name__)
 
@@ -158,16 +163,27 @@ def free(model, device: str | None = None, *, epochs_done: int = 0, losses=()) -
     return ckpt
 
 
+def _is_checkpoint(path) -> bool:
+    """Whether ``path`` is a checkpoint :func:`save` wrote (an ``.npz`` whose ``meta`` says how it was saved)."""
+    try:
+        with np.load(path) as npz:
+            return "epochs_done" in json.loads(str(npz["meta"]))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, zipfile.BadZipFile):  # not an npz of ours
+        return False
+
+
+#: A member's checkpoint file: :func:`save` replaces only one of these.
+CHECKPOINT = FileKind("tf_packing checkpoint", _is_checkpoint, ".npz")
+
+
 def save(checkpoint: MemberCheckpoint, path) -> None:
     """Write ``checkpoint`` to ``path`` (``.npz``), atomically: a crash leaves the old file or the new one.
 
     The temporary file is this process's own, so two processes writing the same checkpoint (a retried or
-    speculative Spark task beside the attempt it replaces) each replace the file whole.
+    speculative Spark task beside the attempt it replaces) each replace the file whole. A file at ``path``
+    that is not a :data:`CHECKPOINT` is refused (:class:`~spark_plugin.errors.NotOursError`), not replaced.
     """
-    import json
-    import os
-
-    path = os.fspath(path)
+    path = os.fspath(CHECKPOINT.check_writable(path))
     arrays = {f"w{i}": w for i, w in enumerate(checkpoint.weights)}
     arrays.update({f"o{i}": v for i, v in enumerate(checkpoint.optimizer_variables)})
     arrays.update({f"r{i}": v for i, v in enumerate(checkpoint.random_states)})
@@ -181,8 +197,6 @@ def save(checkpoint: MemberCheckpoint, path) -> None:
 
 def read(path) -> MemberCheckpoint:
     """The checkpoint :func:`save` wrote to ``path``."""
-    import json
-
     with np.load(path) as npz:
         meta = json.loads(str(npz["meta"]))
         return MemberCheckpoint([npz[f"w{i}"] for i in range(meta["weights"])],

@@ -21,10 +21,12 @@ import random
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 
+from spark_plugin.arguments import whole_number
+
 from .hyperparameters import HyperParameters
 
-__all__ = ["TABLE_2_3", "HyperbandOracle", "Rung", "Trial", "bracket_rungs", "bracket_size", "max_bracket",
-           "rung_epochs", "search_space_size"]
+__all__ = ["TABLE_2_3", "HyperbandOracle", "Rung", "Trial", "bracket_rungs", "bracket_size", "check_budget",
+           "max_bracket", "rung_epochs", "search_space_size"]
 
 log = logging.getLogger(__name__)
 
@@ -36,16 +38,21 @@ TABLE_2_3 = {"batch_size": [20, 25, 30, 35, 40, 45, 50, 55, 60, 65, 70],
              "activation": ["sigmoid", "leaky_relu", "tanh", "relu"]}
 
 
-def _check(max_epochs, factor):
-    if not isinstance(max_epochs, int) or max_epochs < 1:
-        raise ValueError(f"max_epochs (R) must be an integer >= 1. Got {max_epochs!r}. The thesis uses R=81.")
-    if not isinstance(factor, int) or factor < 2:
-        raise ValueError(f"factor (eta) must be an integer >= 2. Got {factor!r}. The thesis uses eta=3.")
+#: The largest R: one Hyperband iteration trains about ``R * (log_eta R + 1)^2`` epochs.
+MAX_EPOCHS = 10_000
+#: The largest eta: a larger one than R leaves one bracket, plain training of every configuration.
+MAX_FACTOR = 100
+
+
+def check_budget(max_epochs, factor) -> None:
+    """Refuse an R or an eta Hyperband cannot run (the one check of both: the oracle's and the tuner's)."""
+    whole_number(max_epochs, what="max_epochs (R)", low=1, high=MAX_EPOCHS, fix="The thesis uses R=81.")
+    whole_number(factor, what="factor (eta)", low=2, high=MAX_FACTOR, fix="The thesis uses eta=3.")
 
 
 def max_bracket(max_epochs: int, factor: int) -> int:
     """``s_max = floor(log_eta R)``, in exact integer arithmetic (``log_3 81`` is 3.9999... in floats)."""
-    _check(max_epochs, factor)
+    check_budget(max_epochs, factor)
     s = 0
     while factor ** (s + 1) <= max_epochs:
         s += 1
@@ -148,7 +155,7 @@ class HyperbandOracle:
 
     def __init__(self, search_space: dict, *, max_epochs: int = 81, factor: int = 3, mode: str = "max",
                  seed: int = 0):
-        _check(max_epochs, factor)
+        check_budget(max_epochs, factor)
         if mode not in ("max", "min"):
             raise ValueError(f"mode must be 'max' (accuracy) or 'min' (loss). Got {mode!r}.")
         self.space = HyperParameters.of(search_space)

@@ -28,6 +28,9 @@ __all__ = ["STRATEGIES", "batch_size_pack", "check_partition", "index_distance",
 log = logging.getLogger(__name__)
 
 STRATEGIES = ("knn", "random", "batch_size", "none")
+#: The most members of one pack, wherever a user sets a pack's size (the tuner's ``max_group`` and
+#: ``group_size``, Rotary-DLT's ``max_pack``): the pack's traced step grows with each member.
+MAX_PACK = 64
 
 
 def index_distance(a: dict, b: dict, space) -> float:

@@ -19,6 +19,12 @@ interactive session has none; its name alone is then compared). A folder written
 before these were recorded is resumed with a warning that they could not be
 checked; its next save records them.
 
+The folder is sparkrm's own (:mod:`spark_plugin.ownership`): it carries the marker of a
+:data:`PROJECT` and nothing but a project's entries, so ``overwrite=True`` deletes only a
+project sparkrm wrote. A ``directory`` that is a file, a project folder holding the user's files,
+or one written by a tf_packing that did not mark its folders is refused in one line
+(:class:`~spark_plugin.errors.NotOursError`), and nothing in it is touched.
+
 What the identity cannot see: a ``build_fn`` whose behaviour depends on
 something outside its source (a closure's variables, a global, a
 ``HyperModel``'s constructor arguments) looks the same with other values.
@@ -31,14 +37,43 @@ import inspect
 import json
 import logging
 import os
-import shutil
 from pathlib import Path
+
+from spark_plugin.errors import NotOursError, UsageError
+from spark_plugin.ownership import MARKER, FolderKind
 
 from .checkpoint import read, save
 
-__all__ = ["Project", "build_fn_identity"]
+__all__ = ["PROJECT", "Project", "build_fn_identity", "project_folder"]
 
 log = logging.getLogger(__name__)
+
+#: A tuner's project folder: its state, the trials' checkpoints, the progress of the rung under way
+#: (:mod:`.rung_progress`) and the files the executors read (:mod:`.spark_packs`).
+PROJECT = FolderKind("tf_packing tuner project", ("tuner.json", "tuner.json.tmp", "checkpoints", "partial",
+                                                  "executors"))
+
+
+def project_folder(directory, project_name) -> Path | None:
+    """``directory/project_name`` once a tuner may write there (None when ``directory`` is None).
+
+    Called where the arguments enter, before any model is built, and again by :class:`Project`:
+    one line names the argument, what is in the way and the fix."""
+    if directory is None:
+        return None
+    if not isinstance(project_name, str) or project_name in ("", ".", "..") or Path(project_name).name != project_name:
+        raise UsageError(f"Tuner's project_name must be the name of a folder inside directory. Got {project_name!r}. "
+                         "Pass e.g. 'tuner'.")
+    directory = Path(directory).expanduser()
+    if directory.exists() and not directory.is_dir():
+        raise NotOursError(f"Tuner's directory {directory} is a file, not a folder: the search keeps its state in "
+                           "directory/project_name. Pass a folder (created if missing).")
+    path = directory / project_name
+    if (path / "tuner.json").is_file() and not (path / MARKER).exists():
+        raise NotOursError(f"{path} holds a tuner project written by a tf_packing that did not mark its folders "
+                           f"({MARKER}), so sparkrm cannot tell it holds nothing of yours: delete the folder, or "
+                           "pass another project_name.")
+    return PROJECT.check_writable(path, what="Tuner's directory/project_name")
 
 
 class Project:
@@ -53,7 +88,7 @@ class Project:
     settings : dict
         Values (JSON) the saved state belongs to, e.g. ``max_epochs``; a folder with others is refused.
     overwrite : bool, default=False
-        Delete the folder first.
+        Delete the folder first (only ever a :data:`PROJECT` sparkrm wrote).
     identity : dict, optional
         ``{"build_fn": build_fn_identity(fn), "search_space": space.describe()}``; a folder recording
         another is refused, one recording none (written before identities were recorded) is resumed with
@@ -64,10 +99,12 @@ class Project:
                  identity: dict | None = None):
         self.settings = settings
         self.identity = None if identity is None else _plain(identity)
-        self.path = None if directory is None else Path(directory) / project_name
+        self.path = project_folder(directory, project_name)
         self._written = {}  # trial id -> (epochs, steps) of the checkpoint last written for it
-        if self.path is not None and overwrite and self.path.exists():
-            shutil.rmtree(self.path)
+        if self.path is not None:
+            if overwrite:
+                PROJECT.remove(self.path)
+            PROJECT.claim(self.path)
 
     @property
     def _state_file(self) -> Path:

@@ -12,7 +12,9 @@ when the rung ends and the project is saved.
 
 The checkpoint is written before the JSON, each atomically; a JSON whose epoch count does
 not match its checkpoint (a stop between the two writes) is ignored, and that trial
-trains its rung from the start. This module imports no TensorFlow.
+trains its rung from the start. The folder is a :data:`PARTIAL` (:mod:`spark_plugin.ownership`),
+claimed by the tuner's own process before each rung (the members, maybe Spark tasks at once, only
+add files to it) and removed only while it holds nothing else. This module imports no TensorFlow.
 """
 
 from __future__ import annotations
@@ -20,15 +22,19 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from spark_plugin.ownership import FolderKind
+
 from .checkpoint import MemberCheckpoint, read, save
 
-__all__ = ["Progress", "RungProgress"]
+__all__ = ["PARTIAL", "Progress", "RungProgress"]
 
 log = logging.getLogger(__name__)
+
+#: The ``partial/`` folder: each trial's checkpoint and JSON, and their temporary files while written.
+PARTIAL = FolderKind("tf_packing rung progress", ("trial_*",))
 
 
 @dataclass
@@ -42,7 +48,7 @@ class Progress:
 
 
 class RungProgress:
-    """The ``partial/`` folder of a project: write a trial's progress, read all of it, clear it."""
+    """The ``partial/`` folder of a project: begin a rung, write a trial's progress, read all of it, clear it."""
 
     def __init__(self, folder):
         self.folder = Path(folder)
@@ -50,8 +56,12 @@ class RungProgress:
     def _files(self, trial_id: int) -> tuple[Path, Path]:
         return self.folder / f"trial_{trial_id}.npz", self.folder / f"trial_{trial_id}.json"
 
+    def begin(self) -> None:
+        """Claim the folder before a rung's members write to it (in one process: they may write at once)."""
+        PARTIAL.claim(self.folder)
+
     def write(self, trial_id: int, checkpoint: MemberCheckpoint, scores, trace, killed: bool) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
+        """Record a trial's progress, into the folder :meth:`begin` claimed."""
         npz, meta = self._files(trial_id)
         save(checkpoint, npz)
         tmp = meta.with_suffix(f".{os.getpid()}.tmp")
@@ -80,4 +90,4 @@ class RungProgress:
         return progress
 
     def clear(self) -> None:
-        shutil.rmtree(self.folder, ignore_errors=True)
+        PARTIAL.remove(self.folder)

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -34,12 +33,17 @@ from pathlib import Path
 import numpy as np
 from pyspark import cloudpickle
 
+from spark_plugin.ownership import FolderKind
+
 from .checkpoint import read, save
 from .scorekeeper import Scorekeeper, TargetReached
 
-__all__ = ["PackOrder", "PackOutcome", "SparkPacks"]
+__all__ = ["EXECUTORS", "PackOrder", "PackOutcome", "SparkPacks"]
 
 log = logging.getLogger(__name__)
+
+#: The folder the executors read: the data, and the trials' checkpoint files under ``packs/``.
+EXECUTORS = FolderKind("tf_packing executors' files", ("data.npz", "data.tmp.npz", "packs"))
 
 #: The data each Python worker has read, by path and modification time (read once per worker).
 _DATA: dict = {}
@@ -82,7 +86,8 @@ class SparkPacks:
     spark : SparkSession or SparkContext
     folder : Path
         A folder every executor reads and writes (on one machine any local folder; on a cluster a shared
-        file system).
+        file system): an :data:`EXECUTORS` folder, claimed when the data is shared and removed only while
+        it holds nothing else.
     """
 
     def __init__(self, spark, folder):
@@ -115,7 +120,7 @@ class SparkPacks:
                                  f"{type(value).__name__} for {key}. Pass arrays (np.asarray(...)), or drop spark= to "
                                  "train in this process.")
             arrays[key] = value
-        self.folder.mkdir(parents=True, exist_ok=True)
+        EXECUTORS.claim(self.folder)
         path = self.folder / "data.npz"
         tmp = self.folder / "data.tmp.npz"
         np.savez(tmp, **arrays)
@@ -162,7 +167,7 @@ class SparkPacks:
 
     def clear(self) -> None:
         """Delete the shared data and checkpoint files (the project folder keeps what a resumed search needs)."""
-        shutil.rmtree(self.folder, ignore_errors=True)
+        EXECUTORS.remove(self.folder)
         self.data_path, self.shared = None, {}
 
     def _shared_file(self, trial_id: int, checkpoint) -> str:

@@ -37,16 +37,20 @@ import keras
 import numpy as np
 from tqdm.auto import tqdm
 
+from spark_plugin.arguments import number, whole_number
+from spark_plugin.errors import UsageError
+
+from .batching import batch_size_of
 from .early_kill import KillRule
-from .hyperband import HyperbandOracle, bracket_rungs, max_bracket
+from .hyperband import HyperbandOracle, bracket_rungs, check_budget, max_bracket
 from .hyperdrive import HyperDrive
 from .hyperparameters import HyperParameters
 from .memory import model_bytes
 from .model_pool import models_kept
 from .objective import objective_of
 from .pack_training import PackTraining
-from .packing_policy import STRATEGIES, pack_opt
-from .project import Project, build_fn_identity
+from .packing_policy import MAX_PACK, STRATEGIES, pack_opt
+from .project import Project, build_fn_identity, project_folder
 from .rung_progress import RungProgress
 from .scorekeeper import Scorekeeper, TargetReached
 
@@ -88,9 +92,12 @@ class Tuner:
         by another ``build_fn`` (module and qualified name, and its source when
         :func:`inspect.getsource` reads it) or over another search space (the
         space as ``build_fn`` declares it). A folder written before the last
-        two were recorded is resumed with a warning.
+        two were recorded is resumed with a warning. The folder is sparkrm's
+        (:mod:`spark_plugin.ownership`): one holding files it did not write, or
+        written by a tf_packing that did not mark its folders, is refused
+        (``NotOursError``) and left as it is.
     overwrite : bool, default=False
-        Start afresh even when ``directory/project_name`` holds a search.
+        Start afresh even when ``directory/project_name`` holds a search (of sparkrm's only).
     packing : {"knn", "random", "batch_size", "none"}, default="knn"
         How each rung is split into packs; ``"none"`` is plain Hyperband.
     early_kill : KillRule or HyperDrive, optional
@@ -103,9 +110,9 @@ class Tuner:
     distance_threshold : float, optional
         kNN packing's largest index distance to the centroid; default unlimited.
     group_size : int, default=4
-        Random packing's group size.
+        Random packing's group size (1 to 64).
     max_group : int, default=8
-        Most members per pack (bounds the size of the traced step).
+        Most members per pack (bounds the size of the traced step; 1 to 64).
     reuse_models : bool or int, default=True
         Keep built models between packs and train a later trial of the same
         architecture on one of them, loaded with the state the trial's own model
@@ -217,8 +224,7 @@ class Tuner:
                                    best_epoch=keep_best_epoch)
         self._training = PackTraining(self._build_fn, self.oracle_.space, seed, self.objective.name,
                                       batch_size_key, default_batch_size, keep_best_epoch=keep_best_epoch,
-                                      kept_models=_kept_models(reuse_models, max_group, memory_capacity),
-                                      search_id=uuid.uuid4().hex)
+                                      kept_models=self._kept, search_id=uuid.uuid4().hex)
         self._progress = self._resumed = None
         if self._project.path is not None:
             self._progress = self._training.progress = RungProgress(self._project.path / "partial")
@@ -242,9 +248,26 @@ class Tuner:
         return self._keeper.target_reached
 
     def _validate(self):
+        """Refuse a bad argument in one line before any model is built (the space is discovered by building one)."""
         if self.packing not in STRATEGIES:
-            raise ValueError(f"packing must be one of {STRATEGIES}. Got {self.packing!r}; use 'none' for plain "
+            raise UsageError(f"packing must be one of {STRATEGIES}. Got {self.packing!r}; use 'none' for plain "
                              "Hyperband.")
+        check_budget(self.max_epochs, self.factor)
+        for name in ("max_group", "group_size"):  # the traced step grows with a pack's members
+            whole_number(getattr(self, name), what=f"Tuner's {name}", low=1, high=MAX_PACK,
+                         fix="Pass e.g. 8 (members per pack).")
+        batch_size_of(self.default_batch_size, what="Tuner's default_batch_size")
+        whole_number(self.seed, what="Tuner's seed", low=0, high=2**32 - 1, fix="Pass e.g. 0.")
+        if self.memory_capacity is not None:
+            number(self.memory_capacity, what="Tuner's memory_capacity", low=0, low_open=True,
+                   fix="Pass the device bytes a pack may use, or None for unlimited.")
+        if self.distance_threshold is not None:
+            number(self.distance_threshold, what="Tuner's distance_threshold", low=0,
+                   fix="Pass kNN packing's largest index distance, or None for unlimited.")
+        if self.target is not None:
+            number(self.target, what="Tuner's target", fix="Pass the objective's score to stop at, or None.")
+        self._kept = _kept_models(self.reuse_models, self.max_group, self.memory_capacity)
+        project_folder(self.directory, self.project_name)
         rule = self.early_kill
         if rule is not None and not isinstance(rule, (KillRule, HyperDrive)):
             raise TypeError(f"early_kill must be a tf_packing.KillRule, a tf_packing.HyperDrive or None. Got "
@@ -252,8 +275,6 @@ class Tuner:
         if rule is not None and rule.mode != self.objective.direction:
             raise ValueError(f"early_kill has mode={rule.mode!r} but objective {self.objective.name!r} is to "
                              f"{self.objective.direction}imize. Give the rule mode={self.objective.direction!r}.")
-        if self.target is not None and not math.isfinite(self.target):
-            raise ValueError(f"target must be a finite score. Got {self.target!r}.")
         if self.spark is not None and self.directory is None:
             raise ValueError("Tuner(spark=...) keeps the data and the trials' checkpoints where every executor reads "
                              "them: pass directory= a folder on storage all executors share (any local folder on "
@@ -390,6 +411,8 @@ class Tuner:
         self._keeper.start_rung()
         done = self._resume_mid_rung(rung)
         groups = [g for g in ([t for t in group if t.trial_id not in done] for group in groups) if g]
+        if self._progress is not None:
+            self._progress.begin()
         self.groups_.append({"bracket": rung.bracket, "rung": rung.index, "epochs": rung.epochs,
                              "sizes": [len(g) for g in groups]})
         if self._executors is not None:
@@ -577,7 +600,7 @@ class Tuner:
 def _kept_models(reuse_models, max_group: int, memory_capacity) -> int:
     """How many models a process keeps alive for reuse (see ``reuse_models``)."""
     if not isinstance(reuse_models, int) or reuse_models < 0:  # bool is an int
-        raise ValueError(f"reuse_models must be True, False or a number of models >= 0. Got {reuse_models!r}.")
+        raise UsageError(f"reuse_models must be True, False or a number of models >= 0. Got {reuse_models!r}.")
     if memory_capacity is not None or reuse_models is False:
         return 0
     return 4 * max_group if reuse_models is True else reuse_models

@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.common import (REPORT, RESULT, add_master_option, markdown_table, report_header, result_path,
+from benchmarks.common import (add_master_option, check_outputs, markdown_table, report_header, result_path,
                                run_metadata, write_json, write_markdown)
 from spark_plugin.advisor import Run, load_run
 from spark_plugin.arguments import Parser, whole_number_option
@@ -101,7 +101,7 @@ def _run(args) -> int:
     recorded, recorded_runs = _recorded(args.analyze) if args.analyze else (None, None)
     workload = recorded["meta"]["conf"].get("workload", "tpch") if recorded else args.workload
     meta = run_metadata(_conf(args, workload, recorded))
-    path = _result_path(workload, meta, args.out)
+    path = check_outputs(result_path("advisor", f"{workload}.json", meta, args.out))
     iterations = None
     if recorded:
         runs, iterations = recorded_runs, recorded.get("iterations")
@@ -119,7 +119,7 @@ def _run(args) -> int:
     if workload == "slaq":
         runtime = {kind: slaq.runtime_errors(its) for kind, its in iterations.items()}
         payload |= {"iterations": iterations, "runtime": runtime, "runtime_summary": slaq.summarize_runtime(runtime)}
-    write_json(_check_outputs(path), payload)  # checked again: a file of the user's may have appeared meanwhile
+    write_json(path, payload)
     reports = {"slaq": lambda p: slaq.write_report(p, THESIS), "jobs": jobs.write_report}
     print(reports.get(workload, write_report)(path))
     return 0
@@ -165,26 +165,6 @@ def _conf(args, workload: str, recorded: dict | None) -> dict:
         return {**common, "repeat": args.repeat}
     return {**common, "sf": args.sf, "queries": args.queries, "shuffle_partitions": args.shuffle_partitions,
             "repeat": args.repeat}
-
-
-def _result_path(workload: str, meta: dict, out: Path | None) -> Path:
-    """Where the result goes (its report beside it), once neither file there is the user's; its folder created."""
-    if out is not None and out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} is a file: give the folder to write the result into. Choose a new or "
-                         "existing folder.")
-    try:
-        path = result_path("advisor", f"{workload}.json", meta, out)
-    except OSError as e:
-        raise UsageError(f"--out {out}: the folder cannot be created ({e.strerror or e}). Choose a writable "
-                         "folder.") from None
-    return _check_outputs(path)
-
-
-def _check_outputs(path: Path) -> Path:
-    """Refuse to write the result at ``path`` (and its report beside it) over a file this benchmark did not write."""
-    RESULT.check_writable(path, what="--out")
-    REPORT.check_writable(path.with_suffix(".md"), what="--out")
-    return path
 
 
 def _counts(text: str) -> list[int]:

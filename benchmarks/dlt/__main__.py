@@ -22,7 +22,10 @@ import os
 import time
 from pathlib import Path
 
-from benchmarks.common import interval, labelled_names_problem, result_path, run_metadata, write_json
+from benchmarks.common import check_outputs, interval, labelled_names_problem, result_path, run_metadata, write_json
+from spark_plugin.arguments import Parser, checked_option, number_option, whole_number_option
+from spark_plugin.errors import NotOursError, UsageError
+from tf_packing.dlt.policies import max_pack_of, threshold_of
 
 from . import metrics
 from .report import write_report
@@ -59,36 +62,62 @@ def fill_history(x, y, validation, epochs: int):
     return history
 
 
+#: The most jobs of a seed's workload and the most epochs of each past job: the run's time grows with both.
+MAX_JOBS, MAX_HISTORY_EPOCHS = 1000, 1000
+
+
+_SEED = whole_number_option("--seeds", low=0, high=2**32 - 1, fix="Pass comma-separated seeds, e.g. 0,1,2.")
+
+
+def seeds_option(text: str) -> list[int]:
+    """``--seeds``: comma-separated whole numbers, each once (an argparse ``type=``)."""
+    seeds = [_SEED(part.strip()) for part in text.split(",")]
+    if len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError(f"--seeds {text!r} gives a seed twice: each seed is one workload. Pass "
+                                         "each once, e.g. 0,1,2.")
+    return seeds
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.dlt", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", default="0,1,2")
-    parser.add_argument("--jobs", type=int, default=20)
-    parser.add_argument("--mean-gap", type=float, default=1.0, help="mean seconds between arrivals")
+    parser = Parser(prog="python -m benchmarks.dlt", description=__doc__,
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", type=seeds_option, default="0,1,2")
+    parser.add_argument("--jobs", type=whole_number_option("--jobs", low=1, high=MAX_JOBS), default=20)
+    parser.add_argument("--mean-gap", type=number_option("--mean-gap", low=0, low_open=True), default=1.0,
+                        help="mean seconds between arrivals")
     parser.add_argument("--mix", choices=list(MIXES), default="deadlines", help="the workload's criteria")
-    parser.add_argument("--deadline-scale", type=float, default=1.0)
-    parser.add_argument("--threshold", type=float, default=0.5, help="Rotary-DLT's T")
-    parser.add_argument("--memory-mb", type=float, default=1.0,
+    parser.add_argument("--deadline-scale", type=number_option("--deadline-scale", low=0, low_open=True), default=1.0)
+    parser.add_argument("--threshold", type=checked_option(threshold_of, "--threshold"), default=0.5,
+                        help="Rotary-DLT's T")
+    parser.add_argument("--memory-mb", type=number_option("--memory-mb", low=0, low_open=True), default=1.0,
                         help="device memory the chosen jobs' estimates must fit (1 MB: two of the widest jobs, dozens of the smallest)")
-    parser.add_argument("--max-pack", type=int, default=4)
-    parser.add_argument("--history-epochs", type=int, default=12)
+    parser.add_argument("--max-pack", type=checked_option(max_pack_of, "--max-pack", int), default=4)
+    parser.add_argument("--history-epochs", type=whole_number_option("--history-epochs", low=1,
+                                                                     high=MAX_HISTORY_EPOCHS), default=12)
     parser.add_argument("--arms", default=DEFAULT_ARMS, help="comma-separated subset of " + ",".join(ARMS) + "; ARM@LABEL runs an arm again "
                         "under another name (an A/A run)")
     parser.add_argument("--tag", default="")
-    parser.add_argument("--out", type=Path)
+    parser.add_argument("--out", type=Path, help="folder of the results (default: benchmarks/results/dlt/)")
     args = parser.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     arms = [a.strip() for a in args.arms.split(",") if a.strip()]
     problem = labelled_names_problem(arms, ARMS, "--arms")
     if problem:
         parser.error(problem)
-    seeds = [int(s) for s in args.seeds.split(",")]
+    seeds = args.seeds
+    meta = run_metadata(vars(args) | {"seeds": ",".join(map(str, seeds)), "out": None})
+    try:  # before the run: a file of the user's in the way costs nothing yet
+        path = result_path("dlt", "json", meta, args.out)
+        if args.tag:
+            path = path.with_name(path.name.replace(".json", f".{args.tag}.json"))
+        check_outputs(path)
+    except (NotOursError, UsageError) as e:
+        parser.error(str(e))
 
     from tf_packing import load_digits
     from tf_packing.dlt import DltArbiter, DltJob, History
 
     (x, y), validation = load_digits(seed=0)
-    meta = run_metadata(vars(args) | {"out": None})
     started = time.monotonic()
     past = fill_history(x, y, validation, args.history_epochs)
     print(f"history: {len(past.records)} past jobs in {time.monotonic() - started:.0f} s", flush=True)
@@ -116,9 +145,6 @@ def main(argv=None) -> int:
     payload = {"meta": meta, "workloads": {seed: jobs(seed, args.jobs, **draw) for seed in seeds},
                "runs": runs, "headline": headline}
     payload["summary"], payload["paired"] = summarize(runs, arms, seeds, headline)
-    path = result_path("dlt", "json", meta, args.out)
-    if args.tag:
-        path = path.with_name(path.name.replace(".json", f".{args.tag}.json"))
     write_json(path, payload)
     print(write_report(path, payload))
     return 0

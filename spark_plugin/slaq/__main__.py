@@ -2,27 +2,35 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import sys
 
+from ..arguments import Parser, number, whole_number_option
+from ..errors import UsageError
 from .coordinator import DEFAULT_AUTHKEY, Coordinator
 from .scheduler import POLICIES
 
+#: The most cores one coordinator splits (its allocation's work grows with them).
+MAX_CORES = 100_000
+
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m spark_plugin.slaq", description=__doc__)
+    parser = Parser(prog="python -m spark_plugin.slaq", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("coordinator", help="split a cluster's executors among training applications")
-    serve.add_argument("--cores", type=int, required=True, help="one-core executors the training jobs share")
+    serve.add_argument("--cores", type=whole_number_option("--cores", low=1, high=MAX_CORES), required=True,
+                       help="one-core executors the training jobs share")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=7079, help="port to listen on (default 7079)")
+    serve.add_argument("--port", type=whole_number_option("--port", low=0, high=65535), default=7079,
+                       help="port to listen on (default 7079)")
     serve.add_argument("--policy", choices=sorted(POLICIES), default="slaq", help="allocation policy (default slaq)")
     serve.add_argument("--epoch", type=float, default=2.0, help="seconds between decisions (default 2)")
     args = parser.parse_args(argv)
-    if args.cores < 1 or args.epoch <= 0:
-        parser.error("--cores must be >= 1 and --epoch > 0")
+    try:
+        number(args.epoch, what="--epoch", low=0, low_open=True, fix="Pass seconds, e.g. 2.")
+    except UsageError as e:
+        parser.error(str(e))
     key = os.environ.get("SPARKRM_SLAQ_KEY", "").encode() or DEFAULT_AUTHKEY
     stop_signals = {signal.SIGINT, signal.SIGTERM}
     signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)  # before any thread starts: only sigwait sees them

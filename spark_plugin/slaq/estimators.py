@@ -45,7 +45,10 @@ import time
 from dataclasses import dataclass
 
 from .. import local_properties
+from ..arguments import number
+from ..errors import UsageError
 from ..pools import fair_scheduling
+from .scheduler import TrainingJob
 
 LOG = logging.getLogger(__name__)
 
@@ -104,6 +107,7 @@ def fit(estimator, df, job, *, params: dict | None = None, enforce: str = "width
     >>> with SlaqScheduler(spark) as slaq, slaq.job("churn") as job:       # doctest: +SKIP
     ...     model = fit(LogisticRegression(maxIter=100), train_df, job)    # was: lr.fit(train_df)
     """
+    _check_arguments(estimator, df, job, poll_s)
     kind = type(estimator).__name__
     objective = OBJECTIVES.get(kind)
     if objective is None:
@@ -128,10 +132,26 @@ def fit(estimator, df, job, *, params: dict | None = None, enforce: str = "width
             feed.close(job.name)
 
 
+def _check_arguments(estimator, df, job, poll_s) -> None:
+    """Refuse, in one line naming the argument, what :func:`fit` was given in the wrong place (before any Spark
+    work: ``slaq.fit(lr, df, "churn")`` passes the job's name where its handle goes)."""
+    if not isinstance(job, TrainingJob):
+        raise UsageError(f"slaq.fit's job must be the TrainingJob SlaqScheduler.job(name) returns. Got {job!r} "
+                         f"({type(job).__name__}). Pass the handle: with SlaqScheduler(spark) as slaq, "
+                         "slaq.job('churn') as job: fit(estimator, df, job).")
+    if not callable(getattr(estimator, "fit", None)):
+        raise UsageError(f"slaq.fit's estimator must be a pyspark.ml estimator (with fit). Got {estimator!r} "
+                         f"({type(estimator).__name__}). Pass e.g. LogisticRegression(maxIter=100).")
+    if not hasattr(df, "sparkSession"):
+        raise UsageError(f"slaq.fit's df must be a Spark DataFrame. Got {type(df).__name__}. Pass the training "
+                         "data as estimator.fit takes it, e.g. spark.read.parquet(path).")
+    number(poll_s, what="slaq.fit's poll_s", low=0, low_open=True, fix="Pass seconds, e.g. 0.05.")
+
+
 def _check_enforcement(sc, enforce: str) -> None:
     """Refuse an ``enforce`` argument :func:`fit` cannot apply, in one line with the fix."""
     if enforce not in ENFORCEMENT:
-        raise ValueError(f"enforce must be one of {list(ENFORCEMENT)}. Got {enforce!r}.")
+        raise UsageError(f"enforce must be one of {list(ENFORCEMENT)}. Got {enforce!r}.")
     if enforce == "share" and not fair_scheduling(sc):
         raise ValueError("enforce='share' re-sizes a running fit through FAIR pools: set "
                          "spark.scheduler.mode=FAIR, or use enforce='width'.")

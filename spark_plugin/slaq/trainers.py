@@ -17,13 +17,17 @@ partition with nobody to report to.
 from __future__ import annotations
 
 import math
-import shutil
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 from scipy.optimize import minimize
+
+from ..ownership import FolderKind
+
+#: The folder of :meth:`TrainingData.from_numpy`'s blocks: removed by ``unpersist`` only while it holds nothing else.
+BLOCKS = FolderKind("SLAQ training blocks", ("block-*.npz",))
 
 
 class TrainingData:
@@ -41,19 +45,20 @@ class TrainingData:
     def from_numpy(cls, sc, x, y=None, *, partitions: int | None = None, directory=None) -> "TrainingData":
         """Split ``x`` (and ``y``) into row blocks, cache them on the executors and materialize them.
 
-        The blocks go through ``.npy`` files in ``directory`` (default: a new temporary folder;
+        The blocks go through ``.npz`` files in ``directory`` (default: a new temporary folder;
         on a multi-host cluster pass one every executor can read), not through
         ``sc.parallelize``: a parallelized partition carries its data inside every task that
         reads it, cached or not, which would ship the whole data set with every iteration. From
         files, a block an executor loses (a SLAQ rescale kills executors) is reloaded.
+        ``directory`` must be new, empty or one such folder sparkrm wrote (:data:`BLOCKS`): one
+        holding anything else is refused (:class:`~spark_plugin.errors.NotOursError`), untouched.
         """
         x = np.ascontiguousarray(x, dtype=np.float64)
         if x.ndim != 2 or not len(x):
             raise ValueError(f"x must be a non-empty 2-D array of rows. Got shape {x.shape}.")
         if y is not None and len(y) != len(x):
             raise ValueError(f"y must have one label per row of x. Got {len(y)} labels for {len(x)} rows.")
-        directory = Path(directory or tempfile.mkdtemp(prefix="sparkrm-slaq-data-"))
-        directory.mkdir(parents=True, exist_ok=True)
+        directory = BLOCKS.claim(directory or tempfile.mkdtemp(prefix="sparkrm-slaq-data-"), what="directory")
         partitions = int(partitions or sc.defaultParallelism)
         paths = []
         for i, rows in enumerate(np.array_split(np.arange(len(x)), min(partitions, len(x)))):
@@ -114,10 +119,10 @@ class TrainingData:
         return cls(rdd, sum(n for n, _ in shapes), shapes[0][1], rdd.getNumPartitions())
 
     def unpersist(self) -> None:
-        """Drop the cached blocks and their files."""
+        """Drop the cached blocks and their folder (only ever a :data:`BLOCKS` folder holding nothing else)."""
         self.rdd.unpersist()
         if self.directory is not None:
-            shutil.rmtree(self.directory, ignore_errors=True)
+            BLOCKS.remove(self.directory)
 
     def aggregate(self, cores: int, block_fn) -> tuple[tuple, float]:
         """Sum ``block_fn(x, y)`` (a tuple of arrays/numbers) over every block as one Spark job on ``cores`` tasks.

@@ -106,3 +106,53 @@ def test_a_seeded_job_trains_the_same_whichever_jobs_ran_before_it(arbiter):
     fair = {r["job"]: r["accuracies"] for r in arbiter(policy="fair").run(
         workload(DltJob("c", reseeding, "RUN FOR 2 EPOCHS", arrival_s=0.0)))}
     assert fifo["a"] == fair["a"] and fifo["b"] == fair["b"]  # in turns with c, or one after the other
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(pack=True, max_pack=0), r"^DltArbiter's max_pack must be a whole number in \[1, 64\]\. Got 0\. "
+                                  r"Pass e\.g\. 4 \(1 trains one job at a time\)\.$"),
+    (dict(max_pack=2.5), r"^DltArbiter's max_pack must be a whole number in \[1, 64\]\. Got 2\.5\."),
+    (dict(threshold=1.5), r"^DltArbiter's threshold \(T\) must be a finite number >= 0 and <= 1\. Got 1\.5\. "
+                          r"Pass e\.g\. 0\.5"),
+    (dict(memory_bytes=0), r"^DltArbiter's memory_bytes must be a finite number > 0\. Got 0\. Pass the device's bytes"),
+    (dict(policy="lifo"), r"^DltArbiter's policy must be one of rotary-dlt, .*\. Got 'lifo'\.$"),
+])
+def test_a_bad_arbiter_argument_is_refused_in_one_line_naming_it(arbiter, kw, message):
+    from spark_plugin.errors import UsageError
+
+    with pytest.raises(UsageError, match=message):
+        arbiter(**kw)
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(criterion=None), r"^DltJob 'a' needs a completion criterion\. Got None\. Pass e\.g\. 'RUN FOR 10 EPOCHS' "),
+    (dict(batch_size=0), r"^DltJob 'a''s batch_size must be a whole number in \[1, 65536\]\. Got 0\. Pass e\.g\. 32"),
+    (dict(arrival_s=-1.0), r"^DltJob 'a''s arrival_s must be a finite number >= 0\. Got -1\.0\."),
+    (dict(seed="1"), r"^DltJob 'a''s seed must be a whole number in \[0, 4294967295\]\. Got '1'\."),
+    (dict(build=None), r"^DltJob 'a': build must be a function returning a compiled Keras model\. Got None\."),
+])
+def test_a_bad_job_is_refused_where_it_is_made_naming_the_job(tf_det, kw, message):
+    from spark_plugin.errors import UsageError
+    from tf_packing.dlt import DltJob
+
+    with pytest.raises(UsageError, match=message):
+        DltJob(**{"name": "a", "build": lambda: compiled(1), "criterion": "RUN FOR 1 EPOCHS", **kw})
+
+
+def test_a_criterion_text_that_does_not_parse_names_the_job(tf_det):
+    from spark_plugin.rotary.criteria import CriterionError
+    from tf_packing.dlt import DltJob
+
+    with pytest.raises(CriterionError, match=r"^DltJob 'a': 'RUN 3' is not a completion criterion\. Write one of"):
+        DltJob("a", lambda: compiled(1), "RUN 3")
+
+
+def test_a_job_whose_model_logs_no_accuracy_is_refused_before_it_trains(arbiter):
+    from spark_plugin.errors import UsageError
+    from tf_packing.dlt import DltJob
+
+    run = arbiter(policy="fifo")
+    with pytest.raises(UsageError, match=r"^DltJob 'plain': its model logs no 'accuracy' metric, .* Compile it with "
+                                         r"metrics=\['accuracy'\]\.$"):
+        run.run([DltJob("plain", lambda: make_mlp(12), "RUN FOR 1 EPOCHS")])
+    assert run.rounds_ == []  # refused as it arrived: nothing trained

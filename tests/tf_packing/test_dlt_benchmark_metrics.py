@@ -1,9 +1,13 @@
-"""The Rotary-DLT benchmark's measures, from results written as the arbiter writes them (no TensorFlow)."""
+"""The Rotary-DLT benchmark's measures, from results written as the arbiter writes them, and its options (no
+TensorFlow)."""
+
+import re
+from pathlib import Path
 
 import pytest
 
 from benchmarks.dlt import metrics
-from benchmarks.dlt.__main__ import summarize
+from benchmarks.dlt.__main__ import main, summarize
 from benchmarks.dlt.workload import jobs
 
 
@@ -73,3 +77,22 @@ def test_the_thesis_mix_bounds_every_criterion_in_epochs_and_the_deadline_mix_is
     assert 0.5 < share < 0.7  # Table 3.2: 60% convergence
     assert jobs(1, 5, mean_gap_s=1.0, deadline_scale=1.0) == jobs(1, 5, mean_gap_s=1.0, deadline_scale=1.0,
                                                                   mix="deadlines")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--seeds", "a,b"], r"argument --seeds: --seeds must be a whole number in \[0, 4294967295\]\. Got 'a'\. Pass "
+                         r"comma-separated seeds, e\.g\. 0,1,2\."),
+    (["--seeds", "1,1"], r"argument --seeds: --seeds '1,1' gives a seed twice"),
+    (["--max-pack", "0"], r"argument --max-pack: --max-pack must be a whole number in \[1, 64\]\. Got 0\."),
+    (["--threshold", "2"], r"argument --threshold: --threshold must be a finite number >= 0 and <= 1\. Got 2\.0\."),
+    (["--jobs", "0"], r"argument --jobs: --jobs must be a whole number in \[1, 1000\]\. Got 0\."),
+    (["--memory-mb", "nan"], r"argument --memory-mb: --memory-mb must be a finite number > 0\. Got nan\."),
+    (["--out", "README.md"], r"--out README\.md is a file: pass the folder the results go to"),
+])
+def test_a_bad_option_is_one_line_and_exit_status_2_before_any_training(args, message, capsys, monkeypatch):
+    monkeypatch.chdir(Path(__file__).parents[2])  # where README.md is a file
+    with pytest.raises(SystemExit) as exited:
+        main(args)
+    out, err = capsys.readouterr()
+    assert exited.value.code == 2 and out == "" and len(err.splitlines()) == 1
+    assert re.match(rf"error: {message}.* \(see python -m benchmarks\.dlt --help\)$", err.strip())

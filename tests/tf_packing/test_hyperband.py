@@ -11,6 +11,7 @@ import sys
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from spark_plugin.errors import UsageError
 from tf_packing import hyperband
 from tf_packing.hyperband import (TABLE_2_3, HyperbandOracle, bracket_rungs, bracket_size, max_bracket,
                                   rung_epochs, search_space_size)
@@ -108,10 +109,14 @@ def test_sampling_is_without_replacement_within_a_bracket():
 
 
 def test_errors_name_argument_and_fix():
-    with pytest.raises(ValueError, match="factor \\(eta\\) must be an integer >= 2. Got 1"):
+    with pytest.raises(UsageError, match=r"^factor \(eta\) must be a whole number in \[2, 100\]. Got 1. The thesis "
+                                         r"uses eta=3.$"):
         HyperbandOracle(TABLE_2_3, factor=1)
-    with pytest.raises(ValueError, match="max_epochs \\(R\\) must be an integer >= 1. Got 0"):
+    with pytest.raises(UsageError, match=r"^max_epochs \(R\) must be a whole number in \[1, 10000\]. Got 0. The "
+                                         r"thesis uses R=81.$"):
         max_bracket(0, 3)
+    with pytest.raises(UsageError, match=r"max_epochs \(R\) must be a whole number in \[1, 10000\]. Got 3.0."):
+        max_bracket(3.0, 3)
     with pytest.raises(ValueError, match="mode must be 'max'"):
         HyperbandOracle(TABLE_2_3, mode="best")
     oracle = HyperbandOracle(TABLE_2_3, max_epochs=3)

@@ -133,6 +133,44 @@ def test_tuner_errors(tf_det, digits):
         Tuner(build, SPACE, max_epochs=3).search(*digits[:2])
 
 
+@pytest.mark.parametrize("kw, message", [
+    (dict(max_group=0), r"^Tuner's max_group must be a whole number in \[1, 64\]\. Got 0\. Pass e\.g\. 8 \(members "
+                        r"per pack\)\.$"),
+    (dict(group_size=65), r"^Tuner's group_size must be a whole number in \[1, 64\]\. Got 65\."),
+    (dict(max_epochs=0), r"^max_epochs \(R\) must be a whole number in \[1, 10000\]\. Got 0\. The thesis uses R=81\.$"),
+    (dict(factor=2.5), r"^factor \(eta\) must be a whole number in \[2, 100\]\. Got 2\.5\."),
+    (dict(default_batch_size=0), r"^Tuner's default_batch_size must be a whole number in \[1, 65536\]\. Got 0\."),
+    (dict(seed=-1), r"^Tuner's seed must be a whole number in \[0, 4294967295\]\. Got -1\."),
+    (dict(memory_capacity=0), r"^Tuner's memory_capacity must be a finite number > 0\. Got 0\."),
+    (dict(distance_threshold=float("nan")), r"^Tuner's distance_threshold must be a finite number >= 0\. Got nan\."),
+    (dict(target=float("inf")), r"^Tuner's target must be a finite number\. Got inf\."),
+    (dict(reuse_models=-1), r"^reuse_models must be True, False or a number of models >= 0\. Got -1\.$"),
+    (dict(directory=".", project_name="../elsewhere"), r"^Tuner's project_name must be the name of a folder inside "
+                                                       r"directory\. Got '\.\./elsewhere'\. Pass e\.g\. 'tuner'\.$"),
+])
+def test_bad_arguments_are_refused_in_one_line_before_any_model_is_built(tf_det, kw, message):
+    from spark_plugin.errors import UsageError
+    from tf_packing import Tuner
+
+    def unbuilt(hp):
+        raise AssertionError("a model was built before the arguments were checked")
+
+    with pytest.raises(UsageError, match=message) as refused:
+        Tuner(unbuilt, **kw)
+    assert "\n" not in str(refused.value)
+
+
+def test_a_directory_that_is_a_file_is_refused_before_any_model_is_built(tf_det, tmp_path):
+    from spark_plugin.errors import NotOursError
+    from tf_packing import Tuner
+
+    thesis = tmp_path / "thesis.txt"
+    thesis.write_text("chapter 1\n")
+    with pytest.raises(NotOursError, match=rf"^Tuner's directory {thesis} is a file, not a folder"):
+        Tuner(lambda hp: pytest.fail("a model was built"), directory=thesis)
+    assert thesis.read_text() == "chapter 1\n"
+
+
 def test_keep_best_epoch_ranks_each_trial_by_its_best_epoch_in_the_rung_and_keeps_that_state(tf_det, digits):
     """Keras Tuner's scoring: every epoch scored, the rung's best epoch ranks the trial and is the state it keeps."""
     from tf_packing import Tuner

@@ -16,12 +16,16 @@ The clock and the sleep are injected, so a test can run a workload at the times 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from spark_plugin.arguments import number, whole_number
+from spark_plugin.errors import UsageError
 from spark_plugin.rotary import criteria as crit
 
+from ..batching import batch_size_of
 from ..checkpoint import free, load
 from ..memory import model_bytes
 from . import policies
@@ -40,10 +44,16 @@ class DltJob:
     ----------
     name : str
     build : callable
-        ``build()`` returns a built, compiled Keras model with an ``accuracy`` metric.
+        ``build()`` returns a built, compiled Keras model with an ``accuracy`` metric
+        (``metrics=["accuracy"]``): the arbiter reads ``val_accuracy`` after every epoch. A model
+        without one is refused when the job arrives, before it trains.
     criterion : str or Criterion
         ``UNTIL ACC >= 0.9 WITHIN 60 SECONDS``, ``UNTIL CONVERGE(ACC, 0.005) WITHIN 30 EPOCHS``,
         ``RUN FOR 10 EPOCHS`` (:func:`spark_plugin.rotary.criteria.parse`).
+
+    Every argument is checked here, each refused in one line naming the job
+    (:class:`~spark_plugin.errors.UsageError`; a malformed criterion text
+    :class:`~spark_plugin.rotary.criteria.CriterionError`).
     kind : str, optional
         What makes jobs similar for the history (same architecture family, same data). Default: ``name``.
     batch_size : int, default=32
@@ -64,9 +74,27 @@ class DltJob:
     seed: int | None = None
 
     def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise UsageError(f"DltJob's name must be a non-empty string. Got {self.name!r}. Pass e.g. 'mlp-a'.")
+        job = f"DltJob {self.name!r}"
+        if not callable(self.build):
+            raise UsageError(f"{job}: build must be a function returning a compiled Keras model. Got "
+                             f"{self.build!r}. Pass e.g. lambda: make_model().")
         if isinstance(self.criterion, str):
-            self.criterion = crit.parse(self.criterion)
+            try:
+                self.criterion = crit.parse(self.criterion)
+            except crit.CriterionError as e:
+                raise crit.CriterionError(f"{job}: {e}") from None
+        elif not isinstance(self.criterion, crit.Criterion):
+            raise UsageError(f"{job} needs a completion criterion. Got {self.criterion!r}. Pass e.g. "
+                             "'RUN FOR 10 EPOCHS' or 'UNTIL ACC >= 0.9 WITHIN 60 SECONDS'.")
+        if self.kind is not None and not isinstance(self.kind, str):
+            raise UsageError(f"{job}: kind must be a string or None. Got {self.kind!r}. Pass e.g. 'mlp'.")
         self.kind = self.kind or self.name
+        batch_size_of(self.batch_size, what=f"{job}'s batch_size")
+        number(self.arrival_s, what=f"{job}'s arrival_s", low=0, fix="Pass seconds after the arbiter starts, e.g. 0.")
+        if self.seed is not None:
+            whole_number(self.seed, what=f"{job}'s seed", low=0, high=2**32 - 1, fix="Pass e.g. 0, or None.")
 
 
 @dataclass
@@ -98,9 +126,11 @@ class DltArbiter:
     threshold : float, default=0.5
         Rotary-DLT's T.
     memory_bytes : float, default=inf
-        The device memory the chosen jobs' estimates must fit in.
+        The device memory the chosen jobs' estimates must fit in (> 0).
     pack : bool, default=False
         Train the chosen jobs of a round as one pack (at most ``max_pack``).
+    max_pack : int, default=4
+        The most jobs of a pack, 1 to :data:`tf_packing.packing_policy.MAX_PACK`.
     history : History, optional
         Past jobs for the estimators; finished jobs are added to it.
     clock, sleep : callables
@@ -116,9 +146,12 @@ class DltArbiter:
                  memory_bytes: float = float("inf"), pack: bool = False, max_pack: int = 4,
                  history: History | None = None, clock: Callable = time.monotonic, sleep: Callable = time.sleep):
         if policy not in policies.POLICIES:
-            raise ValueError(f"unknown Rotary-DLT policy {policy!r}; choose from {', '.join(policies.POLICIES)}")
-        if not 0 <= threshold <= 1:
-            raise ValueError(f"the Rotary-DLT threshold T is a progress in [0, 1]. Got {threshold!r}.")
+            raise UsageError(f"DltArbiter's policy must be one of {', '.join(policies.POLICIES)}. Got {policy!r}.")
+        threshold = policies.threshold_of(threshold, what="DltArbiter's threshold (T)")
+        max_pack = policies.max_pack_of(max_pack, what="DltArbiter's max_pack")
+        if memory_bytes != math.inf:
+            memory_bytes = number(memory_bytes, what="DltArbiter's memory_bytes", low=0, low_open=True,
+                                  fix="Pass the device's bytes, or leave the default (unlimited).")
         self.x, self.y, self.validation_data = x, y, validation_data
         self.policy, self.threshold = policy, threshold
         self.memory_bytes, self.pack, self.max_pack = memory_bytes, pack, max_pack if pack else 1
@@ -141,7 +174,7 @@ class DltArbiter:
             now = self.clock() - start
             while waiting and waiting[0].arrival_s <= now:
                 job = waiting.pop(0)
-                model = job.build()
+                model = _built(job)
                 active[job.name] = _Active(job, model, float(model_bytes(model, job.batch_size)))
             for name in [n for n, a in active.items() if self._status(a, now) != crit.RUNNING]:
                 done[name] = self._finish(active.pop(name), now, device)
@@ -215,6 +248,30 @@ class DltArbiter:
                 "arrival_s": a.job.arrival_s, "finished_s": a.finished_s, "epochs": len(a.accuracies),
                 "accuracy": a.accuracies[-1] if a.accuracies else None, "accuracies": list(a.accuracies),
                 "epoch_end_s": list(a.epoch_end_s)}
+
+
+def _built(job: DltJob):
+    """``job``'s model, refused in one line before it trains when it logs no ``accuracy`` (what the criteria read)."""
+    model = job.build()
+    config = model.get_compile_config() if hasattr(model, "get_compile_config") else None
+    if config is None:
+        raise UsageError(f"DltJob {job.name!r}: build() returned {type(model).__name__}, not a compiled Keras "
+                         "model. Return one compiled with metrics=['accuracy'].")
+    if "accuracy" not in _metric_names(config.get("metrics")):
+        raise UsageError(f"DltJob {job.name!r}: its model logs no 'accuracy' metric, which the arbiter reads after "
+                         "every epoch (val_accuracy) to decide its criterion. Compile it with metrics=['accuracy'].")
+    return model
+
+
+def _metric_names(metrics) -> list[str]:
+    """The names of the metrics a compile config lists (strings, serialized metrics, per output)."""
+    if isinstance(metrics, str):
+        return [metrics]
+    if isinstance(metrics, dict) and "class_name" in metrics:  # one serialized metric object
+        return [metrics.get("config", {}).get("name")]
+    if isinstance(metrics, dict):
+        metrics = list(metrics.values())
+    return [name for m in metrics or () for name in _metric_names(m)]
 
 
 def _seed_epoch(chosen: list[_Active]) -> None:

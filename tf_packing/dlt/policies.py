@@ -26,8 +26,22 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from spark_plugin.arguments import number, whole_number
 from spark_plugin.rotary.criteria import Criterion
 from spark_plugin.utility import Claim, allocate, by_priority
+
+from ..packing_policy import MAX_PACK
+
+
+def threshold_of(value, *, what: str) -> float:
+    """Rotary-DLT's T as ``what`` gives it, once it is a progress in [0, 1] (the arbiter's and the benchmark's
+    one check)."""
+    return number(value, what=what, low=0, high=1, fix="Pass e.g. 0.5 (0 is all efficiency, 1 all fairness).")
+
+
+def max_pack_of(value, *, what: str) -> int:
+    """The most jobs of a round's pack as ``what`` gives it, once it is a whole number in [1, :data:`MAX_PACK`]."""
+    return whole_number(value, what=what, low=1, high=MAX_PACK, fix="Pass e.g. 4 (1 trains one job at a time).")
 
 
 @dataclass(frozen=True)
