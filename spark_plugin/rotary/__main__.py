@@ -31,6 +31,7 @@ import sys
 from decimal import Decimal
 from pathlib import Path
 
+from ..arguments import Parser
 from ..errors import SparkrmError, UsageError
 
 #: Spark master URLs the command line accepts (what Spark itself parses); anything else is refused before
@@ -95,22 +96,27 @@ def check(args):
     else:
         load(args.query)
         check_data(args.data)
-    if args.checkpoint:
-        _check_writable_folder(Path(args.checkpoint).expanduser())
+    _check_checkpoint(args)
     return criterion
 
 
-def _check_writable_folder(path: Path) -> None:
-    """Refuse a --checkpoint that is a file, or whose nearest existing folder cannot be written."""
-    if path.exists() and not path.is_dir():
-        raise UsageError(f"--checkpoint {path} is a file; give a folder (it is created, or replaced when it "
-                         "holds a checkpoint)")
-    ancestor = path.parent
-    while not ancestor.exists() and ancestor != ancestor.parent:
-        ancestor = ancestor.parent
-    if not ancestor.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
-        raise UsageError(f"--checkpoint {path} cannot be written ({ancestor} is not a writable folder); choose "
-                         "another folder")
+def _check_checkpoint(args) -> None:
+    """A --checkpoint folder: missing, empty or a checkpoint of Rotary's (it is replaced), and writable."""
+    from .engine import check_checkpoint
+
+    if args.checkpoint:
+        check_checkpoint(args.checkpoint, what="--checkpoint")
+
+
+def _session(args):
+    """The Spark session of a command, its errors kept to the one line the command prints: Spark logs at
+    ``--log-level`` (default FATAL), and pyspark's logger of failed queries (their Java stack as JSON) off."""
+    import spark_plugin
+
+    spark = spark_plugin.session(args.master, features=[], conf={"spark.ui.showConsoleProgress": "false"})
+    spark.sparkContext.setLogLevel(args.log_level)
+    logging.getLogger("SQLQueryContextLogger").disabled = True
+    return spark
 
 
 def run(args, criterion=None) -> int:
@@ -120,15 +126,12 @@ def run(args, criterion=None) -> int:
     from rich.console import Console
     from rich.live import Live
 
-    import spark_plugin
-
     from . import criteria
     from .accuracy import Envelope
     from .batches import damaged_file_error
     from .engine import ProgressiveQuery, read_state
 
-    spark = spark_plugin.session(args.master, features=[], conf={"spark.ui.showConsoleProgress": "false"})
-    spark.sparkContext.setLogLevel(args.log_level)
+    spark = _session(args)
     data = read_state(args.resume)["data"] if args.resume else args.data
     try:
         job = (ProgressiveQuery.resume(spark, args.resume) if args.resume
@@ -179,22 +182,24 @@ def check_sql(args):
     _check_views(args.table)
     if args.plot:
         _check_plot(Path(args.plot).expanduser())
-    if args.checkpoint:
-        _check_writable_folder(Path(args.checkpoint).expanduser())
+    _check_checkpoint(args)
     return _criterion(args)
 
 
 def _check_plot(path: Path) -> None:
-    """A --plot image: matplotlib installed, a known image suffix, a folder that exists and can be written."""
+    """A --plot image: matplotlib installed, a PNG file that is new or a plot sparkrm saved (never another
+    file, nor a folder), in a folder that exists (it is created) and can be written."""
     import importlib.util
+
+    from ..ownership import PLOT
 
     if importlib.util.find_spec("matplotlib") is None:
         raise UsageError("--plot needs matplotlib: pip install matplotlib (or sparkrm[bench])")
-    if path.suffix.lower() not in (".png", ".svg", ".pdf", ".jpg", ".jpeg"):
-        raise UsageError(f"--plot {path}: name an image file ending in .png, .svg, .pdf or .jpg")
-    folder = path.resolve().parent
-    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
-        raise UsageError(f"--plot {path}: {folder} is not a writable folder; create it or choose another")
+    if path.suffix.lower() != ".png":
+        raise UsageError(f"--plot {path}: name a PNG image file, ending in .png")
+    PLOT.check_writable(path, what="--plot")
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise UsageError(f"--plot {path}: {path.parent} is not a writable folder; choose another")
 
 
 def _check_views(views) -> None:
@@ -214,18 +219,16 @@ def _register_views(spark, views) -> None:
         spark.read.parquet(str(Path(path).expanduser())).createOrReplaceTempView(name.strip())
 
 
-def _check_master_and_batches(args) -> None:
-    """The master URL and batch count of a ``run``, ``sql`` or ``prepare`` command."""
+def _check_master(args) -> None:
+    """The master URL of a ``run``, ``sql`` or ``prepare`` command (its --batches is checked as it is parsed)."""
     if not _MASTER.fullmatch(args.master):
         raise UsageError(f"--master {args.master!r} is not a Spark master URL: use local[*], local[N], "
                          "local-cluster[E,C,M] or spark://host:port")
-    if args.batches < 2:
-        raise UsageError(f"--batches must be a whole number >= 2, got {args.batches}")
 
 
 def _check_numbers(args) -> None:
     """The master URL, batch count, confidence and window of a ``run`` or ``sql`` command."""
-    _check_master_and_batches(args)
+    _check_master(args)
     if not 0 < args.confidence < 1:
         raise UsageError(f"--confidence must lie between 0 and 1 (exclusive), got {args.confidence:g}; e.g. 0.95")
     if args.window < 2:
@@ -262,17 +265,13 @@ def run_sql(args, criterion=None) -> int:
     from rich.console import Console
     from rich.live import Live
 
-    import spark_plugin
-
     from . import criteria
     from .accuracy import Envelope
     from .sqlquery import ExactQuery, QueryError, query, resume
 
-    spark = spark_plugin.session(args.master, features=[], conf={"spark.ui.showConsoleProgress": "false"})
-    spark.sparkContext.setLogLevel(args.log_level)
+    spark = _session(args)
     try:
         _register_views(spark, args.table)
-        logging.getLogger("SQLQueryContextLogger").disabled = True  # pyspark would print the error as JSON too
         try:
             job = (resume(spark, Path(args.resume).expanduser()) if args.resume
                    else query(spark, args.query, args.batches, args.seed, confidence=args.confidence,
@@ -305,22 +304,17 @@ def run_sql(args, criterion=None) -> int:
         elif args.plot:
             from .plot import convergence_plot
 
-            console.print(f"plot: {convergence_plot(snapshots, aggregates, Path(args.plot).expanduser())}")
+            console.print(f"plot: {convergence_plot(snapshots, aggregates, Path(args.plot).expanduser(), '--plot')}")
     finally:
         spark.stop()
     return 0
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse whose errors are one line (``error: ...``) and exit 2, as every other bad input here."""
-
-    def error(self, message):
-        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
-
-
 def _run_options(parser) -> None:
     """The options ``run`` and ``sql`` share."""
-    parser.add_argument("--batches", type=int, default=20)
+    from .spec import batches_option
+
+    parser.add_argument("--batches", type=batches_option(), default=20)
     parser.add_argument("--seed", type=int, default=0, help="seed of the batch split and order")
     parser.add_argument("--confidence", type=float, default=0.95)
     parser.add_argument("--window", type=int, default=3, help="envelope window (default 3)")
@@ -331,9 +325,11 @@ def _run_options(parser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m spark_plugin.rotary", description=__doc__,
-                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    from .spec import batches_option
+
+    parser = Parser(prog="python -m spark_plugin.rotary", description=__doc__,
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     sub.add_parser("list", help="the TPC-H queries with a progressive spec")
     r = sub.add_parser("run", help="run one query progressively")
     r.add_argument("query", nargs="?", help="TPC-H query number or a spec file")
@@ -364,7 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--table", action="append", dest="views", metavar="NAME=PATH",
                    help="with --query: register a Parquet file or folder as temporary view NAME (repeatable)")
     p.add_argument("--layouts", help="where layouts live (default ~/.cache/sparkrm/rotary/layouts)")
-    p.add_argument("--batches", type=int, default=20)
+    p.add_argument("--batches", type=batches_option(), default=20)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--master", default="local[*]")
     p.add_argument("--log-level", default="FATAL", type=str.upper, choices=LOG_LEVELS)
@@ -372,7 +368,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def check_prepare(args) -> None:
-    """Check a ``prepare`` command's arguments before Spark starts: a table with its key, or queries."""
+    """Check a ``prepare`` command's arguments before Spark starts: a table with its key, or queries, and a
+    layouts folder that is sparkrm's (or new) and writable."""
+    from .layouts import claim_root
+
     if args.query and (args.table or args.key):
         raise UsageError("prepare takes a TABLE with --key, or --query (its tables by --table NAME=PATH), not both")
     if args.query:
@@ -382,20 +381,18 @@ def check_prepare(args) -> None:
                          "--query SQL with --table NAME=PATH for the tables it reads")
     elif not Path(args.table).expanduser().exists():
         raise UsageError(f"prepare: {args.table} does not exist; give the table's Parquet file or folder")
-    _check_master_and_batches(args)
+    _check_master(args)
+    claim_root(args.layouts, what="--layouts" if args.layouts else None)
 
 
 def run_prepare(args) -> int:
     """Write (or finish writing) batch layouts with a progress bar: one table's, or those queries need."""
     from rich.progress import Progress
 
-    import spark_plugin
-
     from .layouts import prepare_for, prepare_table
 
     check_prepare(args)
-    spark = spark_plugin.session(args.master, features=[], conf={"spark.ui.showConsoleProgress": "false"})
-    spark.sparkContext.setLogLevel(args.log_level)
+    spark = _session(args)
     try:
         _register_views(spark, args.views)
         with Progress() as bar:

@@ -24,7 +24,6 @@ Rotary's adaptive epochs: a job keeps its grant for ``round(memory / smallest me
 from __future__ import annotations
 
 import logging
-import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -35,10 +34,10 @@ from ..pools import fair_pool, fair_scheduling
 from . import criteria as crit
 from .accuracy import Envelope, true_accuracy
 from .batches import prepare
-from .engine import ProgressiveQuery
+from .engine import CHECKPOINT, ProgressiveQuery, check_checkpoint
 from .estimators import History, PastRun, ProgressEstimator, batch_input_bytes, features
 from .policies import JobView, Policy
-from .spec import load
+from .spec import batch_count, load
 from .workload import WorkloadJob
 
 LOG = logging.getLogger(__name__)
@@ -74,7 +73,7 @@ class Arbiter:
                  checkpoint_dir, history: History | None = None, exact_answers: dict | None = None,
                  progress=None, clock: Callable[[], float] = time.perf_counter,
                  sleep: Callable[[float], None] = time.sleep):
-        self.spark, self.data, self.policy, self.batches = spark, data, policy, batches
+        self.spark, self.data, self.policy, self.batches = spark, data, policy, batch_count(batches)
         #: Seconds (any origin) that arrivals, epochs, deadlines and records are decided by, and how the loop
         #: waits for the next arrival; tests may pass their own.
         self.clock, self.sleep = clock, sleep
@@ -97,6 +96,8 @@ class Arbiter:
     # -- the loop ------------------------------------------------------------------------------
     def run(self, workload: list[WorkloadJob]) -> list[dict]:
         """Run ``workload`` to the end; one record per job (see :meth:`_record`)."""
+        for j in workload:  # before any work: a job's checkpoint may replace only a checkpoint of Rotary's
+            check_checkpoint(self.checkpoint_dir / j.job_id)
         for q in sorted({j.query for j in workload} - set(self._exact)):
             self._exact[q] = ProgressiveQuery(self.spark, q, self.data.data, self.batches, self.data.seed).exact()
         pending = sorted(workload, key=lambda j: j.arrival_s)
@@ -233,7 +234,7 @@ class Arbiter:
         if self.history is not None and job.live:
             self.history.add(PastRun(features(spec, self.batches), [list(p) for p in job.live]))
         if job.checkpoint:
-            shutil.rmtree(job.checkpoint, ignore_errors=True)
+            CHECKPOINT.remove(job.checkpoint)
         if job.query is not None:
             job.query.close()
         return self._record(job, status, now, truth)

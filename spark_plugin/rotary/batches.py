@@ -11,7 +11,9 @@ b prunes to its own folder, so a step costs about 1/B of a scan: the role Kafka 
 
 The batched copy lives next to the data (``<data>.batches<B>-seed<S>/<layout>/<table>``); each layout
 is written into a temporary folder renamed into place when a query first needs it, and reused while
-its manifest matches.
+its manifest matches. The copy and each layout in it carry sparkrm's ownership marker
+(:mod:`spark_plugin.ownership`): one is replaced only when it is provably Rotary's, so a folder of the
+user's that happens to bear the copy's name is never emptied.
 """
 
 from __future__ import annotations
@@ -19,15 +21,20 @@ from __future__ import annotations
 import json
 import logging
 import re
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import SparkrmError
-from .spec import BATCH_COLUMN, LAYOUTS, TABLES, batch_of
+from ..errors import NotOursError, SparkrmError
+from ..ownership import MARKER, FolderKind
+from .spec import BATCH_COLUMN, LAYOUTS, TABLES, batch_count, batch_of
 
 LOG = logging.getLogger(__name__)
 MANIFEST = "_ROTARY_BATCHES.json"
+#: The batched copy beside the data: a folder per layout, and each one's temporary folder while it is written.
+COPY = FolderKind("Rotary batched copy", tuple(LAYOUTS) + tuple(f"{layout}.tmp" for layout in LAYOUTS))
+#: One layout of the copy: a Spark output folder per table it samples, and its manifest.
+COPY_LAYOUT = FolderKind("Rotary batched layout", tuple(sorted({t for tables in LAYOUTS.values() for t in tables}))
+                         + (MANIFEST,))
 
 
 class BatchDataError(SparkrmError, ValueError):
@@ -85,12 +92,9 @@ def read_parquet(spark, folder: Path):
 def prepare(spark, data, batches: int = 20, seed: int = 0, layouts=("orders",)) -> BatchedData:
     """TPC-H data folder ``data`` (one sub-folder of Parquet files per table) with its batched copies in
     ``layouts`` made (other layouts are made when a query first needs them)."""
-    if not isinstance(batches, int) or batches < 2:
-        raise ValueError(f"batches must be a whole number >= 2, not {batches!r}")
+    batches = batch_count(batches)
     data = check_data(data)
     batched = BatchedData(data, data.with_name(f"{data.name}.batches{batches}-seed{seed}"), batches, seed)
-    if (batched.folder / MANIFEST).exists():  # the layout of before layouts: orders only, at the top
-        shutil.rmtree(batched.folder)
     for layout in layouts:
         _ensure_layout(spark, batched, layout)
     return batched
@@ -161,10 +165,13 @@ def _ensure_layout(spark, batched: BatchedData, layout: str) -> None:
             return
     except (OSError, ValueError):
         pass
-    LOG.info("splitting %s into %d batches by %s", batched.data, batched.batches, layout)
-    shutil.rmtree(folder, ignore_errors=True)
     tmp = folder.with_name(folder.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
+    for kind, path in ((COPY, batched.folder), (COPY_LAYOUT, folder), (COPY_LAYOUT, tmp)):
+        check_ours(kind, path)  # before the work: all it replaces must be Rotary's
+    LOG.info("splitting %s into %d batches by %s", batched.data, batched.batches, layout)
+    COPY.claim(batched.folder)
+    COPY_LAYOUT.remove(tmp)
+    COPY_LAYOUT.claim(tmp)
     from pyspark.sql import functions as F
 
     for table, key in LAYOUTS[layout].items():
@@ -174,4 +181,17 @@ def _ensure_layout(spark, batched: BatchedData, layout: str) -> None:
          .repartition(BATCH_COLUMN)
          .write.partitionBy(BATCH_COLUMN).parquet(str(tmp / table)))
     (tmp / MANIFEST).write_text(json.dumps(expected))
-    tmp.rename(folder)
+    COPY_LAYOUT.replace(folder, tmp)
+
+
+def check_ours(kind: FolderKind, folder, what: str | None = None) -> None:
+    """:meth:`FolderKind.check_writable` for a folder Rotary makes again when it is gone (a batched copy, a
+    layout). A folder holding only what such a folder holds, but not the marker, is one an earlier sparkrm
+    wrote: its line ends with the fix, to delete it (never said of a folder holding anything else)."""
+    try:
+        kind.check_writable(folder, what=what)
+    except NotOursError as e:
+        if kind.foreign(Path(folder).expanduser()):
+            raise
+        raise NotOursError(f"{e} If an earlier sparkrm wrote it (before folders carried {MARKER}), delete "
+                           f"{Path(folder).expanduser()}: Rotary makes it again.") from None

@@ -19,8 +19,8 @@ A job can stop at any step boundary, :meth:`ProgressiveQuery.checkpoint` to disk
 from __future__ import annotations
 
 import json
+import os
 import random
-import shutil
 import threading
 import time
 from dataclasses import dataclass
@@ -28,6 +28,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..errors import NotOursError
+from ..ownership import FolderKind
 from .batches import BATCH_COLUMN, BatchedData, prepare
 from .spec import QuerySpec, QuerySpecError, load
 from .totals import RunningTotals
@@ -36,6 +38,8 @@ STATE_FILE = "state.json"
 #: A limited answer's attributes are looked up ahead for this many times its rows (slack for float ranking).
 ATTRIBUTE_PREFETCH = 2
 TOTALS_FILE = "totals.parquet"
+#: A checkpoint folder: its state and running totals, nothing else (anything else there is the user's).
+CHECKPOINT = FolderKind("Rotary checkpoint", (STATE_FILE, TOTALS_FILE))
 
 #: Cached static views in use, by (data folder, view SQL): how many open queries use each. Spark's cache is
 #: keyed by plan, not by owner, so a view is uncached only when the last query using it closes.
@@ -321,13 +325,14 @@ class ProgressiveQuery:
     def checkpoint(self, path, context: dict | None = None) -> Path:
         """Write the running state and batch cursor to folder ``path`` (replaced atomically).
 
-        Batches computed but not yet delivered (:attr:`batches_ready`) are not written: a resumed query
-        computes them again. :class:`.suspension.SuspendableQuery` delivers them first. ``context``, any
-        JSON-able dict, is kept with the state for the caller (:func:`read_state` returns it)."""
-        path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
+        ``path`` must be missing, empty or a checkpoint written here before (:func:`check_checkpoint`):
+        a folder holding anything else is refused, untouched. Batches computed but not yet delivered
+        (:attr:`batches_ready`) are not written: a resumed query computes them again.
+        :class:`.suspension.SuspendableQuery` delivers them first. ``context``, any JSON-able dict, is kept
+        with the state for the caller (:func:`read_state` returns it)."""
+        path, tmp = check_checkpoint(path), _staging(Path(path).expanduser())
+        CHECKPOINT.remove(tmp)  # an earlier, interrupted checkpoint's
+        CHECKPOINT.claim(tmp)
         state = {**self._source(), "batches": self.batches, "order_seed": self.order_seed, "order": self.order,
                  "confidence": self.confidence, "growth": self.growth,
                  "batches_done": self.batches_done, "elapsed_s": self.elapsed_s,
@@ -335,9 +340,7 @@ class ProgressiveQuery:
         if self._totals:
             self._totals.save(tmp / TOTALS_FILE)
         (tmp / STATE_FILE).write_text(json.dumps(state, indent=1))
-        shutil.rmtree(path, ignore_errors=True)
-        tmp.rename(path)
-        return path
+        return CHECKPOINT.replace(path, tmp)
 
     def _source(self) -> dict:
         """What a resumed run rebuilds the query from: its spec and batched data."""
@@ -366,18 +369,53 @@ class ProgressiveQuery:
             self._totals.load(path / TOTALS_FILE, state["batches_done"])
 
 
+def check_checkpoint(path, what: str | None = None) -> Path:
+    """``path`` as a folder a checkpoint may be written to: missing, empty or a checkpoint (and so its staging
+    folder beside it), in a folder that can be written. Call it before the run whose state goes there.
+
+    Raises
+    ------
+    NotOursError
+        One line naming ``path`` (as argument ``what``) and what is in the way: the user's files, a file, or
+        a folder that cannot be written.
+    """
+    path = CHECKPOINT.check_writable(path, what=what)
+    CHECKPOINT.check_writable(_staging(path), what=f"{what or 'the checkpoint'}'s staging folder")
+    ancestor = path.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
+        raise NotOursError(f"{what + ' ' if what else ''}{path} cannot be written ({ancestor} is not a writable "
+                           "folder); choose another folder")
+    return path
+
+
+def _staging(path: Path) -> Path:
+    """Where a checkpoint of ``path`` is written before it replaces ``path``."""
+    return path.with_name(path.name + ".tmp")
+
+
+#: What a checkpoint's state holds, by what it resumes: a TPC-H spec over data, or a plain query's SQL.
+_STATE_KEYS = ("batches", "seed", "order_seed", "confidence", "order", "elapsed_s", "totals", "batches_done")
+_SOURCE_KEYS = {"query": ("query", "data"), "sql": ("sql", "batch_key", "layouts", "tables", "growth")}
+
+
 def read_state(path) -> dict:
-    """The state a checkpoint folder ``path`` holds (no Spark needed); ValueError naming it when unreadable."""
+    """The state a checkpoint folder ``path`` holds (no Spark needed); ValueError naming it when unreadable,
+    when its state lacks a field its run resumes from, or when it lacks the running totals the state names."""
     path = Path(path)
     try:
         state = json.loads((path / STATE_FILE).read_text())
     except (OSError, ValueError) as e:
         raise ValueError(f"{path} is not a progressive query checkpoint: {e}") from None
-    source = ("sql",) if "sql" in state else ("query", "data")
-    missing = [k for k in (*source, "batches", "seed", "order_seed", "confidence", "order", "elapsed_s",
-                           "totals", "batches_done") if k not in state]
+    if not isinstance(state, dict):
+        raise ValueError(f"{path} is not a progressive query checkpoint: {STATE_FILE} holds no JSON object")
+    missing = [k for k in (*_SOURCE_KEYS["sql" if "sql" in state else "query"], *_STATE_KEYS) if k not in state]
     if missing:
-        raise ValueError(f"{path} is not a progressive query checkpoint: {STATE_FILE} lacks {missing}")
+        raise ValueError(f"{path} is not a whole progressive query checkpoint: {STATE_FILE} lacks {missing} "
+                         "(written by another version, or edited)")
+    if state["totals"] is not None and not (path / TOTALS_FILE).is_file():
+        raise ValueError(f"{path} is not a whole progressive query checkpoint: {TOTALS_FILE} is missing")
     return state
 
 

@@ -13,7 +13,12 @@ only which groups are whole within a batch, and the rewrite is told the layout's
 * **Never older than its table.** The manifest records the table's files (path, size, modification time).
   A layout whose table has new, removed or changed files is not used (the snapshot says so and the query
   hashes on the fly); ``prepare`` makes it again.
-* **Where.** ``<root>/<table>-<hash of its source>/<key>-b<B>-s<seed>/``.
+* **Whole.** The manifest records each batch's rows, and a layout is read only once its batches' Parquet
+  footers show those rows (no Spark job): a layout with a batch deleted or a file replaced is refused in one
+  line (delete it or prepare again), never read into an answer called exact. ``prepare`` makes it again.
+* **Where.** ``<root>/<table>-<hash of its source>/<key>-b<B>-s<seed>/``. The root, each layout and its
+  temporary folder carry sparkrm's ownership marker (:mod:`spark_plugin.ownership`): a layout is replaced
+  only when it is provably one, and a root holding anything else of the user's is refused.
 """
 
 from __future__ import annotations
@@ -21,14 +26,18 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import SparkrmError
+from ..ownership import FolderKind
 from . import sqlplan
-from .spec import BATCH_COLUMN, batch_of
+from .batches import check_ours
+from .spec import BATCH_COLUMN, batch_count, batch_of
+from .unique import CACHE_FILE
 
 LOG = logging.getLogger(__name__)
 MANIFEST = "_ROTARY_LAYOUT.json"
@@ -36,6 +45,13 @@ PROGRESS = "_ROTARY_PROGRESS.json"
 #: A table is written in this many Spark jobs (each scans it once and writes a share of the batches): fewer
 #: scans than a job per batch, and an interrupted ``prepare`` loses at most one job's share.
 WRITE_JOBS = 4
+#: A layout (and its temporary folder while it is written): Spark's partition folders and commit files, and
+#: Rotary's manifest and progress.
+LAYOUT = FolderKind("Rotary layout", (f"{BATCH_COLUMN}=*", MANIFEST, PROGRESS, "_SUCCESS", "._SUCCESS.crc",
+                                      "_temporary"))
+#: The folder of layouts (``--layouts``): a folder per table (``<name>-<12 hex digits>``) and the cache of
+#: :mod:`.unique`.
+LAYOUTS_ROOT = FolderKind("Rotary layouts folder", ("*-" + "[0-9a-f]" * 12, CACHE_FILE, CACHE_FILE + ".tmp"))
 
 
 class LayoutError(SparkrmError, ValueError):
@@ -51,6 +67,28 @@ class Layout:
     key: tuple
     batches: int
     seed: int
+    rows: tuple = ()  # each batch's rows, as prepare wrote them
+
+    def check(self) -> "Layout":
+        """This layout, once each of its batches holds the rows prepare wrote (their Parquet footers say).
+
+        Raises
+        ------
+        LayoutError
+            One line naming the folder and the first batch found short, missing or unreadable, and the fix.
+        """
+        fix = f"delete {self.folder} or run prepare again"
+        if len(self.rows) != self.batches:
+            raise LayoutError(f"the layout in {self.folder} records no row count per batch (an earlier sparkrm "
+                              f"wrote it), so it cannot be checked whole: {fix}")
+        for b, written in enumerate(self.rows):
+            found = _batch_rows(self.folder, b)
+            if found != written:
+                state = ("has an unreadable file" if found is None else "is missing" if found == 0
+                         else f"holds {found:,} rows")
+                raise LayoutError(f"the layout in {self.folder} is damaged: batch {b} {state} where prepare wrote "
+                                  f"{written:,} rows; its answers would not cover the table: {fix}")
+        return self
 
     def leaf_frame(self, spark, fact):
         """The layout as the rows of leaf ``fact`` (a sqlplan.Node): the same attributes (expression ids) as
@@ -80,9 +118,49 @@ def default_root() -> Path:
     return Path.home() / ".cache" / "sparkrm" / "rotary" / "layouts"
 
 
+def claim_root(root=None, what: str | None = None) -> Path:
+    """The layouts folder ``root`` (default :func:`default_root`), created and marked, once layouts may be
+    written there: missing, empty or a layouts folder of sparkrm's, and writable. ``what`` names the argument.
+
+    Raises
+    ------
+    NotOursError
+        The folder holds something of the user's.
+    LayoutError
+        The folder cannot be created or written (a read-only home or folder).
+    """
+    root = Path(root or default_root()).expanduser()
+    label = f"{what} {root}" if what else f"layouts folder {root}"
+    fix = "pass --layouts (root= in Python) a writable folder of its own"
+    try:
+        check_ours(LAYOUTS_ROOT, root, what)
+        LAYOUTS_ROOT.claim(root, what=what)
+    except OSError as e:
+        raise LayoutError(f"{label} cannot be written ({e.strerror or e}): {fix}") from None
+    if not os.access(root, os.W_OK | os.X_OK):
+        raise LayoutError(f"{label} is not writable: {fix}")
+    return root
+
+
+def _batch_rows(folder: Path, batch: int) -> int | None:
+    """The rows of batch ``batch`` of the layout in ``folder``, from its files' Parquet footers (0: no folder,
+    as for a batch no row hashed to; None: a file that is not Parquet). Spark reads every file there that is
+    not hidden (``.``) or metadata (``_``), and so does this."""
+    import pyarrow.parquet as pq
+
+    part = folder / f"{BATCH_COLUMN}={batch}"
+    files = [f for f in part.iterdir() if not f.name.startswith((".", "_"))] if part.is_dir() else []
+    try:
+        return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+    except (OSError, ValueError):  # pyarrow's ArrowInvalid is a ValueError
+        return None
+
+
 def table_leaf(spark, table):
     """The one relation leaf a table (a name, a Parquet path or a DataFrame) reads, and its frame."""
     from pyspark.sql import DataFrame
+
+    from .sqlquery import spark_message
 
     if isinstance(table, DataFrame):
         frame = table
@@ -93,7 +171,7 @@ def table_leaf(spark, table):
             frame = spark.table(str(table))
         except Exception as e:  # noqa: BLE001 - Spark's AnalysisException; said in one line
             raise LayoutError(f"{table} is neither a table, a temporary view nor a Parquet path: "
-                              f"{str(e).splitlines()[0]}") from None
+                              f"{spark_message(e)}") from None
     leaves = [n for n in sqlplan.analyzed(frame).walk() if not n.children]
     files = [n for n in leaves if n.source.startswith("files:")]
     if len(leaves) != 1 or len(files) != 1:
@@ -141,31 +219,38 @@ def prepare_table(spark, table, key, batches: int = 20, seed: int = 0, root=None
     """
     from pyspark.sql import functions as F
 
-    if not isinstance(batches, int) or batches < 2:
-        raise ValueError(f"batches must be a whole number >= 2, not {batches!r}")
+    batches = batch_count(batches)
+    root = claim_root(root)
     keys = (key,) if isinstance(key, str) else tuple(key)
     leaf, frame = table_leaf(spark, table)
     missing = [k for k in keys if k not in frame.columns]
     if missing:
         raise LayoutError(f"key {missing} is not a column of {table} (its columns: {', '.join(frame.columns)})")
     files = table_files(leaf)
-    folder = layout_folder(root or default_root(), leaf.source, keys, batches, seed)
+    folder = layout_folder(root, leaf.source, keys, batches, seed)
     manifest = {"source": leaf.source, "key": list(keys), "batches": batches, "seed": seed, "files": files}
-    if _read(folder / MANIFEST) == manifest:
-        LOG.info("layout %s is ready", folder)
-        return Layout(folder, leaf.source, keys, batches, seed)
+    written = _read(folder / MANIFEST)
+    if written and {k: v for k, v in written.items() if k != "rows"} == manifest:
+        try:
+            layout = Layout(folder, leaf.source, keys, batches, seed, tuple(written.get("rows") or ())).check()
+            LOG.info("layout %s is ready", folder)
+            return layout
+        except LayoutError as e:
+            LOG.warning("%s; preparing it again", e)
     tmp = folder.with_name(folder.name + ".tmp")
+    check_ours(LAYOUT, folder)  # before the work: what it replaces must be a layout, and its temporary folder too
+    check_ours(LAYOUT, tmp)
     state = _read(tmp / PROGRESS)
     if not state or {k: v for k, v in state.items() if k != "done"} != manifest:
-        shutil.rmtree(tmp, ignore_errors=True)  # another table version, key or count: start over
+        LAYOUT.remove(tmp)  # another table version, key or count: start over
         state = {**manifest, "done": []}
-    tmp.mkdir(parents=True, exist_ok=True)
+    LAYOUT.claim(tmp)
     batch = batch_of([F.col(k) for k in keys], seed, batches)
     keyed = frame.withColumn(BATCH_COLUMN, batch)
     todo = [b for b in range(batches) if b not in state["done"]]
     per_job = -(-batches // WRITE_JOBS)
     for chunk in (todo[i:i + per_job] for i in range(0, len(todo), per_job)):
-        shutil.rmtree(tmp / "_temporary", ignore_errors=True)  # an interrupted job's uncommitted files
+        shutil.rmtree(tmp / "_temporary", ignore_errors=True)  # an interrupted job's uncommitted files (in ours)
         for b in chunk:
             shutil.rmtree(tmp / f"{BATCH_COLUMN}={b}", ignore_errors=True)
         keyed.where(F.col(BATCH_COLUMN).isin(chunk)).write.mode("append").partitionBy(BATCH_COLUMN).parquet(str(tmp))
@@ -173,12 +258,12 @@ def prepare_table(spark, table, key, batches: int = 20, seed: int = 0, root=None
         (tmp / PROGRESS).write_text(json.dumps(state))
         if progress:
             progress(len(state["done"]), batches)
+    rows = [_batch_rows(tmp, b) for b in range(batches)]
     (tmp / PROGRESS).unlink()
-    (tmp / MANIFEST).write_text(json.dumps(manifest))
-    shutil.rmtree(folder, ignore_errors=True)
-    tmp.rename(folder)
+    (tmp / MANIFEST).write_text(json.dumps({**manifest, "rows": rows}))
+    LAYOUT.replace(folder, tmp)
     LOG.info("prepared %s: %d batches by %s in %s", table, batches, keys, folder)
-    return Layout(folder, leaf.source, keys, batches, seed)
+    return Layout(folder, leaf.source, keys, batches, seed, tuple(rows))
 
 
 def prepare_for(spark, queries, batches: int = 20, seed: int = 0, root=None, progress=None) -> list[Layout]:
@@ -237,12 +322,14 @@ def _short(text) -> str:
 
 def find_layout(spark, root, derivation, batches: int, seed: int):
     """The complete, current layout of the query's fact table for ``batches`` and ``seed`` (its own key's
-    first, else another key's), or None; and a note for the snapshot when one exists but is not used."""
+    first, else another key's), or None; and a note for the snapshot when one exists but is older than its
+    table. A damaged one is refused (:meth:`Layout.check`'s LayoutError)."""
     return _current(root, derivation.fact, batches, seed, tuple(a.name for a in derivation.batch_key))
 
 
 def key_layout(root, leaf, key: tuple, batches: int, seed: int):
-    """The complete, current layout of ``leaf``'s table by exactly ``key`` (a co-batched table's), or None."""
+    """The complete, current layout of ``leaf``'s table by exactly ``key`` (a co-batched table's), or None
+    (a damaged one is refused, as by :func:`find_layout`)."""
     layout, _ = _current(root, leaf, batches, seed, key, only=True)
     return layout
 
@@ -265,7 +352,8 @@ def _current(root, leaf, batches: int, seed: int, key: tuple, only: bool = False
                 1 for f in set(current) & set(manifest["files"]) if current[f] != manifest["files"][f])
             return None, (f"the layout in {folder} is older than its table ({changed} file(s) new, removed or "
                           "changed): not used; prepare the table again")
-        return Layout(folder, manifest["source"], tuple(manifest["key"]), batches, seed), None
+        return Layout(folder, manifest["source"], tuple(manifest["key"]), batches, seed,
+                      tuple(manifest.get("rows") or ())).check(), None
     return None, None
 
 

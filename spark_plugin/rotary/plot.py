@@ -10,18 +10,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..ownership import PLOT, save_figure
+
 MAX_AGGREGATES = 4
 MAX_GROUPS = 5
 
 
-def convergence_plot(snapshots, aggregates, path) -> Path:
+def convergence_plot(snapshots, aggregates, path, what: str | None = None) -> Path:
     """Draw ``snapshots`` (:class:`.engine.Snapshot`, in order) of a query whose estimated columns are
-    ``aggregates`` into the image ``path`` (PNG, or any format matplotlib knows by the suffix)."""
+    ``aggregates`` into the PNG image ``path``: a new file (its folder created) or a plot sparkrm saved
+    before, never another file (:func:`spark_plugin.ownership.save_figure`; ``what`` names the argument)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    PLOT.check_writable(path, what=what)  # before drawing
     if not snapshots:
         raise ValueError("no snapshot to plot: the query stopped before its first batch")
     last = snapshots[-1]
@@ -60,10 +64,10 @@ def convergence_plot(snapshots, aggregates, path) -> Path:
               else f"stopped at batch {last.batch}/{last.batches}, before the exact answer")
     figure.suptitle(f"estimates and {last.confidence:.0%} intervals per snapshot; {ending}", fontsize="medium")
     figure.tight_layout()
-    path = Path(path)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    try:
+        return save_figure(figure, path, what=what, dpi=110)
+    finally:
+        plt.close(figure)
 
 
 def _row(result, keys, group):

@@ -33,7 +33,7 @@ from ..errors import SparkrmError
 from . import sqlplan
 from .engine import ProgressiveQuery, Snapshot, _pandas
 from .rewrite import NotProgressive, derive, describe
-from .spec import batch_of
+from .spec import batch_count, batch_of
 
 LOG = logging.getLogger(__name__)
 #: The batch column's name inside the rebuilt plan (unlikely to clash with a user's column).
@@ -73,7 +73,11 @@ def query(spark, sql_or_frame, batches: int = 20, seed: int = 0, order_seed: int
     ------
     QueryError
         One line naming the problem when Spark cannot analyze the query (an unknown table or column, a
-        syntax error).
+        syntax error): Spark's own message.
+    UsageError
+        ``batches`` is not a whole number in :data:`.spec.BATCHES_RANGE`.
+    LayoutError
+        The fact table's layout is damaged (a batch missing or short): it is never read into an answer.
     """
     return _query(spark, sql_or_frame, batches, seed, order_seed, confidence, growth, layouts)
 
@@ -111,8 +115,7 @@ def resume(spark, path) -> "ProgressiveSQL":
 
 def _query(spark, sql_or_frame, batches, seed, order_seed, confidence, growth, layouts, batch_key=None):
     """:func:`query`; ``batch_key`` (a resumed run's) imposes the batching key and a layout by exactly it."""
-    if not isinstance(batches, int) or batches < 2:
-        raise ValueError(f"batches must be a whole number >= 2, not {batches!r}")
+    batches = batch_count(batches)
     frame = _frame(spark, sql_or_frame)
     plan = sqlplan.analyzed(frame)
     try:
@@ -177,10 +180,16 @@ def _frame(spark, sql_or_frame):
         raise QueryError(_one_line(e)) from None
 
 
+def spark_message(error) -> str:
+    """The first line of Spark's message of ``error``, spaces collapsed (a parse error's text starts with an
+    empty line, then the condition and the position, then the SQL with a caret under the error)."""
+    return " ".join(next((line for line in str(error).splitlines() if line.strip()), repr(error)).split())
+
+
 def _one_line(error) -> str:
     """Spark's analysis error as one line, with the fix where the error is a common one."""
     condition = getattr(error, "getCondition", lambda: None)() or ""
-    message = " ".join(str(error).split("\n")[0].split())
+    message = spark_message(error)
     if "TABLE_OR_VIEW_NOT_FOUND" in condition or "TABLE_OR_VIEW_NOT_FOUND" in message:
         return (f"{message} Fix: create the table or temporary view first (e.g. "
                 "spark.read.parquet(path).createOrReplaceTempView(name)), or read Parquet as parquet.`path`.")

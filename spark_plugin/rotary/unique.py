@@ -4,7 +4,7 @@ A progressive query groups by fewer columns when one group key is unique in its 
 columns of the same table (:class:`.rewrite.DependentKeys`). No constraint says so in Parquet or the
 catalog, so Spark counts: one job reading that column only. The answer is remembered in ``unique.json``
 in the layouts folder, keyed by the table's files (path, size, modification time), so a changed table is
-asked again; without a layouts folder it is asked every time.
+asked again; without a layouts folder, or in one that is the user's or read-only, it is asked every time.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+
+from ..errors import SparkrmError
 
 LOG = logging.getLogger(__name__)
 CACHE_FILE = "unique.json"
@@ -27,12 +29,14 @@ def is_unique(spark, leaf, attribute, root=False) -> bool:
         return known[key]
     answer = _count(spark, leaf, attribute)
     if cache is not None:
+        from .layouts import claim_root
+
         try:
-            cache.parent.mkdir(parents=True, exist_ok=True)
+            claim_root(cache.parent)  # only into a layouts folder of sparkrm's: never over a file of the user's
             tmp = cache.with_name(cache.name + ".tmp")
             tmp.write_text(json.dumps({**known, key: answer}, indent=1))
             tmp.replace(cache)
-        except OSError as e:  # a read-only folder: asked again next time
+        except (OSError, SparkrmError) as e:  # the user's or a read-only folder: asked again next time
             LOG.info("cannot remember in %s that %s is%s unique: %s", cache, attribute.name,
                      "" if answer else " not", e)
     return answer

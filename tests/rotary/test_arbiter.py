@@ -120,3 +120,16 @@ def test_table_3_1_workloads_are_seeded_and_scaled():
     assert {j.kind for j in heavy} == {"heavy"}
     with pytest.raises(ValueError, match="unknown job class 'huge'"):
         wl.generate(definition, mix={"huge": 1})
+
+
+def test_a_checkpoint_folder_of_the_users_is_refused_before_any_job_runs(spark, tmp_path):
+    from spark_plugin.errors import NotOursError, UsageError
+
+    (tmp_path / "checkpoints" / "b").mkdir(parents=True)
+    (tmp_path / "checkpoints" / "b" / "notes.txt").write_text("mine")  # where job b would checkpoint
+    with pytest.raises(UsageError, match=r"batches must be a whole number in \[2, 1000\]"):
+        Arbiter(spark, None, policies.make("rotary"), batches=100000, checkpoint_dir=tmp_path / "checkpoints")
+    arbiter = Arbiter(spark, None, policies.make("rotary"), batches=BATCHES, checkpoint_dir=tmp_path / "checkpoints")
+    with pytest.raises(NotOursError, match=r"checkpoints/b holds files sparkrm did not write \(notes.txt\)"):
+        arbiter.run(_workload())  # before any exact answer or epoch: the data is never read
+    assert (tmp_path / "checkpoints" / "b" / "notes.txt").read_text() == "mine"

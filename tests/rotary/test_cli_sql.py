@@ -28,8 +28,9 @@ def test_prepare_and_plot_arguments_are_checked_before_spark_starts(tmp_path):
     assert both.returncode == 2 and "not both" in both.stderr and both.stderr.count("\n") == 1
     plot = _cli("sql", "select 1", "--plot", str(tmp_path / "converge.txt"))
     assert plot.returncode == 2 and "ending in .png" in plot.stderr
-    nowhere = _cli("sql", "select 1", "--plot", str(tmp_path / "missing" / "converge.png"))
-    assert nowhere.returncode == 2 and "not a writable folder" in nowhere.stderr
+    (tmp_path / "dir.png").mkdir()
+    folder = _cli("sql", "select 1", "--plot", str(tmp_path / "dir.png"))
+    assert folder.returncode == 2 and "is a folder" in folder.stderr and folder.stderr.count("\n") == 1
     no_checkpoint = _cli("sql", "--resume", str(tmp_path))
     assert no_checkpoint.returncode == 2 and "is not a progressive query checkpoint" in no_checkpoint.stderr
     assert no_checkpoint.stderr.count("\n") == 1
@@ -55,6 +56,17 @@ def test_a_plain_query_stops_checkpoints_resumes_to_its_exact_answer_and_an_unkn
     errors = [line for line in unknown.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "no_such_table" in errors[0] and "--table NAME=PATH" in errors[0]
     assert '"level": "ERROR"' not in unknown.stderr
+    typo = _cli("sql", "selec l_returnflag, count(*) frm lineitem group by l_returnflag", "--master", "local[1]")
+    assert typo.returncode == 2
+    errors = [line for line in typo.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Spark cannot run the query: [PARSE_SYNTAX_ERROR] Syntax error at or near 'selec'" \
+        in errors[0], typo.stderr[-2000:]
+    unprepared = _cli("prepare", "--query", "select x, count(*) from no_such_table group by x", "--master", "local[1]",
+                      "--layouts", str(tmp_path / "layouts"))
+    assert unprepared.returncode == 2  # one line, as sql says it: not pyspark's log of the Java stack (11 KB)
+    errors = [line for line in unprepared.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "no_such_table" in errors[0] and '"level": "ERROR"' not in unprepared.stderr
+    assert len(unprepared.stderr) < 3000, unprepared.stderr[-3000:]
 
 
 @pytest.mark.spark

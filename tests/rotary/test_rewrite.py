@@ -8,6 +8,8 @@ query the rewrite cannot batch runs exactly and says why; a query Spark cannot a
 
 import json
 import math
+import re
+import shutil
 from decimal import Decimal
 
 import numpy as np
@@ -16,6 +18,7 @@ import pytest
 
 from benchmarks.tpch.data import ensure_dataset
 from spark_plugin import rotary
+from spark_plugin.errors import NotOursError
 from spark_plugin.rotary.sqlquery import ExactQuery, ProgressiveSQL, QueryError
 
 SPARK_SESSION = dict(master="local[2]", features=[], conf={"spark.sql.shuffle.partitions": "4",
@@ -231,6 +234,9 @@ def test_a_query_spark_cannot_analyze_is_one_line(spark, tables):
     with pytest.raises(QueryError, match="no_such_table") as error:
         rotary.progressive_query(spark, "select count(*) from no_such_table", batches=BATCHES)
     assert "\n" not in str(error.value) and "createOrReplaceTempView" in str(error.value)
+    with pytest.raises(QueryError, match=r"^Spark cannot run the query: \[PARSE_SYNTAX_ERROR\] Syntax error at or "
+                                         r"near 'selec'\. SQLSTATE: 42601 \(line 1, pos 0\)$"):
+        rotary.progressive_query(spark, "selec store, sum(amount) frm sales group by store", batches=BATCHES)
 
 
 class _Interrupt(Exception):
@@ -435,3 +441,85 @@ def test_columns_of_a_union_are_never_looked_up_by_one_of_its_tables(spark, tabl
     job = rotary.progressive_query(spark, sql, batches=BATCHES, layouts=False)
     assert job.spec.attributes == ()
     assert_same_answer(list(job)[-1].result, spark.sql(sql).toPandas(), ordered=False)  # store 3's rows tie
+
+
+@pytest.fixture(scope="module")
+def sales_2000(spark, tables, session_dir):
+    """The user's table of the report: 2,000 sales in one Parquet file."""
+    folder = session_dir / "sales-2000"
+    spark.read.parquet(tables["sales_path"]).where("sale_id < 2000").coalesce(1).write.parquet(str(folder))
+    return folder
+
+
+def _files(folder) -> dict:
+    return {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_checkpoint_never_replaces_the_users_files_nor_the_table_it_reads(spark, sales_2000, tmp_path):
+    from spark_plugin.rotary.sqlquery import resume
+
+    job = rotary.progressive_query(spark, f"select store, sum(amount) from parquet.`{sales_2000}` group by store",
+                                   batches=BATCHES)
+    job.step()
+    table = _files(sales_2000)
+    with pytest.raises(NotOursError, match=rf"^{re.escape(str(sales_2000))} holds files sparkrm did not write"):
+        job.checkpoint(sales_2000)
+    assert _files(sales_2000) == table
+    mine = tmp_path / "mine"
+    (mine / "photos").mkdir(parents=True)
+    (mine / "thesis.tex").write_text("\\documentclass{article}\n")
+    (mine / "photos" / "beach.jpg").write_bytes(bytes(range(256)))
+    kept = _files(mine)
+    with pytest.raises(NotOursError, match=r"mine holds files sparkrm did not write \(photos, thesis.tex\)"):
+        job.checkpoint(mine)
+    assert _files(mine) == kept
+    job.checkpoint(tmp_path / "ck")
+    job.step()
+    job.checkpoint(tmp_path / "ck")  # its own checkpoint: replaced
+    assert resume(spark, tmp_path / "ck").batches_done == 2 and not (tmp_path / "ck.tmp").exists()
+
+
+def test_a_layout_missing_a_batch_or_rows_is_refused_in_one_line_and_prepare_makes_it_again(spark, sales_2000,
+                                                                                             session_dir):
+    import pyarrow.parquet as pq
+
+    from spark_plugin.rotary.layouts import MANIFEST, LayoutError, prepare_table
+
+    root = session_dir / "layouts-damaged"
+    sql = f"select store, sum(amount) as total, count(*) as n from parquet.`{sales_2000}` group by store"
+    layout = prepare_table(spark, str(sales_2000), "sale_id", batches=BATCHES, root=root)
+    assert sum(layout.rows) == 2000 and all(layout.rows)
+    fix = f": delete {re.escape(str(layout.folder))} or run prepare again$"
+    shutil.rmtree(layout.folder / "rotary_batch=1")
+    with pytest.raises(LayoutError, match=rf"^the layout in \S+ is damaged: batch 1 is missing where prepare wrote "
+                                          rf"{layout.rows[1]} rows; .*{fix}"):
+        rotary.progressive_query(spark, sql, batches=BATCHES, layouts=root)
+    layout = prepare_table(spark, str(sales_2000), "sale_id", batches=BATCHES, root=root)  # made again
+    (file,) = [f for f in (layout.folder / "rotary_batch=2").iterdir() if f.suffix == ".parquet"]
+    pq.write_table(pq.ParquetFile(file).read().slice(0, 10), file)  # the batch's file, replaced by a smaller one
+    with pytest.raises(LayoutError, match=rf"batch 2 holds 10 rows where prepare wrote {layout.rows[2]} rows; .*{fix}"):
+        rotary.progressive_query(spark, sql, batches=BATCHES, layouts=root)
+    layout = prepare_table(spark, str(sales_2000), "sale_id", batches=BATCHES, root=root)
+    final = list(rotary.progressive_query(spark, sql, batches=BATCHES, layouts=root))[-1]
+    assert final.final and final.result.n.sum() == 2000
+    assert_same_answer(final.result, spark.sql(sql).toPandas(), ordered=False)
+    manifest = json.loads((layout.folder / MANIFEST).read_text())
+    del manifest["rows"]  # as an earlier sparkrm wrote it
+    (layout.folder / MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(LayoutError, match=rf"records no row count per batch \(an earlier sparkrm wrote it\).*{fix}"):
+        rotary.progressive_query(spark, sql, batches=BATCHES, layouts=root)
+
+
+def test_the_uniqueness_answer_is_never_written_into_a_folder_of_the_users(spark, tables, tmp_path):
+    from spark_plugin.rotary.unique import CACHE_FILE
+
+    mine = tmp_path / "mine"  # passed as the layouts folder, by mistake
+    mine.mkdir()
+    (mine / CACHE_FILE).write_text("my own notes")
+    (mine / "thesis.tex").write_text("\\documentclass{article}\n")
+    sql = """select c_custkey, c_name, sum(o_totalprice) as spent from customer join orders on c_custkey = o_custkey
+             group by c_custkey, c_name order by spent desc limit 5"""
+    job = rotary.progressive_query(spark, sql, batches=BATCHES, layouts=mine)
+    assert job.derivation.lookup is not None  # Spark was asked whether c_custkey is unique: yes, not remembered
+    assert (mine / CACHE_FILE).read_text() == "my own notes"
+    assert sorted(p.name for p in mine.iterdir()) == ["thesis.tex", CACHE_FILE]
