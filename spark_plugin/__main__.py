@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from .arguments import Parser
-from .errors import ConfigError, SparkrmError
+from .errors import ConfigError, SparkrmError, print_error
 
 #: What a failed ``submit-args`` prints on stdout: an option spark-submit rejects, so that
 #: ``spark-submit $(python -m spark_plugin submit-args ...) app.py`` fails instead of running
@@ -22,8 +22,7 @@ def main(argv=None) -> int:
         try:
             return submit.main(argv[1:])
         except SparkrmError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
+            return print_error(e)
     parser = Parser(prog="sparkrm", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -48,11 +47,10 @@ def main(argv=None) -> int:
     opts = parser.parse_args(argv)
     try:
         return _COMMANDS[opts.command](opts)
-    except SparkrmError as e:
-        print(f"error: {e}", file=sys.stderr)
+    except (SparkrmError, OSError) as e:
         if opts.command == "submit-args":
             print(REJECTED_BY_SPARK_SUBMIT)
-        return 2
+        return print_error(e)
 
 
 def _jar(opts) -> int:

@@ -14,9 +14,11 @@ from __future__ import annotations
 import argparse
 import functools
 import math
+import re
+from dataclasses import dataclass
 from numbers import Integral, Real
 
-from .errors import ConfigError, UsageError
+from .errors import ConfigError, UsageError, printable
 from .keys import KEYS
 
 
@@ -51,16 +53,44 @@ def whole_number(value, *, what: str, low: int, high: int, fix: str = "") -> int
 
 
 def number(value, *, what: str, low: float | None = None, high: float | None = None, low_open: bool = False,
-           fix: str = "") -> float:
+           high_open: bool = False, fix: str = "") -> float:
     """``value`` of argument ``what`` once it is a finite number in the range given."""
     ok = isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value)
-    ok = ok and (low is None or (value > low if low_open else value >= low)) and (high is None or value <= high)
+    ok = ok and (low is None or (value > low if low_open else value >= low))
+    ok = ok and (high is None or (value < high if high_open else value <= high))
     if not ok:
         bound = " and ".join(b for b in ((f"> {low:g}" if low_open else f">= {low:g}") if low is not None else "",
-                                         f"<= {high:g}" if high is not None else "") if b)
+                                         (f"< {high:g}" if high_open else f"<= {high:g}") if high is not None else "")
+                             if b)
         raise UsageError(f"{what} must be a finite number{' ' + bound if bound else ''}. Got {value!r}."
                          + (f" {fix}" if fix else ""))
     return float(value)
+
+
+@dataclass(frozen=True)
+class Range:
+    """The rule of a number argument that no configuration key sets, declared once and applied both where an
+    API takes it (:meth:`check`) and where a command line parses it (:meth:`option`).
+
+    ``whole`` makes it :func:`whole_number`'s rule (``low`` and ``high`` both required), else :func:`number`'s."""
+
+    low: float | None = None
+    high: float | None = None
+    whole: bool = False
+    low_open: bool = False
+    high_open: bool = False
+    fix: str = ""
+
+    def check(self, value, *, what: str):
+        """``value`` of argument ``what`` once it follows the rule (an int for a whole number, else a float)."""
+        if self.whole:
+            return whole_number(value, what=what, low=self.low, high=self.high, fix=self.fix)
+        return number(value, what=what, low=self.low, high=self.high, low_open=self.low_open,
+                      high_open=self.high_open, fix=self.fix)
+
+    def option(self, option: str):
+        """The argparse ``type=`` of ``option`` by this rule."""
+        return checked_option(self.check, option, int if self.whole else float)
 
 
 class Parser(argparse.ArgumentParser):
@@ -70,7 +100,10 @@ class Parser(argparse.ArgumentParser):
     bad input here instead of argparse's usage block."""
 
     def error(self, message):
-        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
+        said = re.fullmatch(r"argument (\S+): (.*)", message, re.S)
+        if said and said[2].startswith(said[1].split("/")[-1] + " "):  # our rule's message names the option
+            message = said[2]
+        self.exit(2, f"error: {printable(message)} (see {self.prog} --help)\n")
 
 
 def key_option(key: str, option: str):

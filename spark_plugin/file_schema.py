@@ -28,18 +28,14 @@ import math
 import stat
 from pathlib import Path
 
+from .errors import printable
+
 __all__ = ["RESOURCES", "check_document", "file_problem", "load_schema", "printable"]
 
 #: Where schemas live in the source tree and the installed package (the jar build packs this folder).
 RESOURCES = Path(__file__).resolve().parent / "jvm" / "resources"
 
 _ROOT = "the file"
-_LINE_BREAKING = {0x7F, 0x85, 0x2028, 0x2029}
-
-
-def printable(text: str) -> str:
-    """``text`` with every control or line-breaking character as ``\\uXXXX``, so a message stays one line."""
-    return "".join(f"\\u{ord(c):04x}" if ord(c) < 0x20 or ord(c) in _LINE_BREAKING else c for c in text)
 
 
 def load_schema(resource: str) -> dict:

@@ -69,10 +69,11 @@ class FolderKind:
         ``what`` names the argument in the message (``"--checkpoint"``)."""
         folder = Path(folder).expanduser()
         label = f"{what} {folder}" if what else str(folder)
-        if folder.exists() and not folder.is_dir():
+        found = _found(folder, label)
+        if found == "file":
             raise NotOursError(f"{label} is a file, not a folder: sparkrm writes a {self.name} as a folder. "
                                f"Choose a new or empty folder.")
-        if folder.is_dir() and any(folder.iterdir()) and not self.is_ours(folder):
+        if found == "folder" and any(folder.iterdir()) and not self.is_ours(folder):
             raise NotOursError(f"{label} {self._why_not_ours(folder)}: sparkrm replaces a folder only when it "
                                f"holds a {self.name} it wrote and nothing else. Choose a new or empty folder, "
                                f"or move those files away.")
@@ -128,10 +129,11 @@ class FileKind:
         Call it before the work whose result goes there."""
         path = Path(path).expanduser()
         label = f"{what} {path}" if what else str(path)
-        if path.is_dir():
+        found = _found(path, label)
+        if found == "folder":
             raise NotOursError(f"{label} is a folder: give the path of a {self.name} to write, e.g. "
                                f"{path / ('out' + self.suffix)}.")
-        if path.exists() and not self.recognise(path):
+        if found == "file" and not self.recognise(path):
             raise NotOursError(f"{label} exists and sparkrm did not write it: it overwrites only a {self.name} "
                                f"of its own. Choose another name, or move that file away.")
         try:
@@ -165,6 +167,15 @@ def save_figure(figure, path, *, what: str | None = None, **savefig) -> Path:
     path = PLOT.check_writable(path, what=what)
     figure.savefig(path, format="png", metadata=PNG_METADATA, **savefig)
     return path
+
+
+def _found(path: Path, label: str) -> str | None:
+    """What is at ``path``: ``"folder"``, ``"file"`` or None; a path the system cannot even look up (a name too
+    long, a file where a folder should be) is refused in one line."""
+    try:
+        return "folder" if path.is_dir() else "file" if path.exists() else None
+    except OSError as e:
+        raise NotOursError(f"{label} cannot be used ({e.strerror}). Choose another path.") from None
 
 
 def _marker_kind(folder: Path) -> str | None:

@@ -25,7 +25,7 @@ from benchmarks.common import (add_master_option, check_outputs, markdown_table,
                                run_metadata, write_json, write_markdown)
 from spark_plugin.advisor import Run, load_run
 from spark_plugin.arguments import Parser, whole_number_option
-from spark_plugin.errors import SparkrmError, UsageError
+from spark_plugin.errors import SparkrmError, UsageError, print_error
 
 from . import cluster_of, jobs, median_run, round_order, slaq, where
 from .analysis import (ADVICE_HEADERS, advice_columns, advice_sentence, analyze, error_columns, error_headers,
@@ -91,9 +91,8 @@ def main(argv=None) -> int:
         parser.error("--executors needs three or more counts >= 1 (each is predicted from the others)")
     try:
         return _run(args)
-    except SparkrmError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    except (SparkrmError, OSError) as e:
+        return print_error(e)
 
 
 def _run(args) -> int:

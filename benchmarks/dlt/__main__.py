@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import time
 from pathlib import Path
 
@@ -78,6 +79,14 @@ def seeds_option(text: str) -> list[int]:
     return seeds
 
 
+def tag_option(text: str) -> str:
+    """``--tag``: a word that may stand in a file name."""
+    if text and not re.fullmatch(r"[\w-]+", text):
+        raise argparse.ArgumentTypeError(f"--tag {text!r} must be letters, digits, '-' or '_' (it goes into the "
+                                         "result's file name), e.g. --tag rerun")
+    return text
+
+
 def main(argv=None) -> int:
     parser = Parser(prog="python -m benchmarks.dlt", description=__doc__,
                     formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -96,7 +105,8 @@ def main(argv=None) -> int:
                                                                      high=MAX_HISTORY_EPOCHS), default=12)
     parser.add_argument("--arms", default=DEFAULT_ARMS, help="comma-separated subset of " + ",".join(ARMS) + "; ARM@LABEL runs an arm again "
                         "under another name (an A/A run)")
-    parser.add_argument("--tag", default="")
+    parser.add_argument("--tag", default="", type=tag_option,
+                        help="a word added to the result's file name (letters, digits, '-', '_')")
     parser.add_argument("--out", type=Path, help="folder of the results (default: benchmarks/results/dlt/)")
     args = parser.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from benchmarks.common import run_metadata
 from spark_plugin.arguments import Parser
-from spark_plugin.errors import NotOursError
+from spark_plugin.errors import NotOursError, print_error
 from spark_plugin.ownership import FolderKind
 
 from .data import DataError, default_root
@@ -126,8 +126,7 @@ def main(argv=None) -> int:
         prepare_out_dir(args.out)
         results = run(cfg, _progress_bar(cfg) if args.progress else None)
     except (UsageError, QuerySelectionError, ModeError, DataError, NotOursError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return print_error(e)
     except (ResultMismatch, WorkerFailed) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from spark_plugin.arguments import Parser, number_option, whole_number_option
-from spark_plugin.errors import SparkrmError, UsageError
+from spark_plugin.errors import SparkrmError, UsageError, print_error
 from spark_plugin.ownership import PLOT, save_figure
 
 from .recommend import CORES_PER_EXECUTOR, MAX_SLOTS, TARGETS, WITHIN, recommend
@@ -50,9 +50,8 @@ def main(argv=None) -> int:
             print(f"left out: {source}: {why}")
         if args.plot:
             print(f"plot: {plot(runs, advice, args.plot, args.job)}")
-    except (SparkrmError, ValueError) as e:
-        print(f"advisor: {e}", file=sys.stderr)
-        return 2
+    except (SparkrmError, ValueError, OSError) as e:
+        return print_error(e, prefix="advisor")
     return 0
 
 

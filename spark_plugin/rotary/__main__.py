@@ -32,7 +32,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from ..arguments import Parser
-from ..errors import SparkrmError, UsageError
+from ..errors import SparkrmError, UsageError, print_error
 
 #: Spark master URLs the command line accepts (what Spark itself parses); anything else is refused before
 #: a JVM starts.
@@ -79,7 +79,7 @@ def check(args):
     if not args.resume and not (args.query and args.data):
         raise UsageError("run needs a query and --data (or --resume DIR): e.g. run 6 --data "
                          "~/.cache/sparkrm/tpch/sf1-parts4")
-    _check_numbers(args)
+    _check_master(args)
     criterion = _criterion(args)
     if args.resume:
         try:
@@ -178,7 +178,7 @@ def check_sql(args):
     if not (args.query or "").strip():
         raise UsageError("sql needs a query, e.g. sql \"select l_returnflag, sum(l_quantity) from lineitem group "
                          "by l_returnflag\" --table lineitem=/data/lineitem")
-    _check_numbers(args)
+    _check_master(args)
     _check_views(args.table)
     if args.plot:
         _check_plot(Path(args.plot).expanduser())
@@ -220,19 +220,10 @@ def _register_views(spark, views) -> None:
 
 
 def _check_master(args) -> None:
-    """The master URL of a ``run``, ``sql`` or ``prepare`` command (its --batches is checked as it is parsed)."""
+    """The master URL of a ``run``, ``sql`` or ``prepare`` command (its numbers are checked as they are parsed)."""
     if not _MASTER.fullmatch(args.master):
         raise UsageError(f"--master {args.master!r} is not a Spark master URL: use local[*], local[N], "
                          "local-cluster[E,C,M] or spark://host:port")
-
-
-def _check_numbers(args) -> None:
-    """The master URL, batch count, confidence and window of a ``run`` or ``sql`` command."""
-    _check_master(args)
-    if not 0 < args.confidence < 1:
-        raise UsageError(f"--confidence must lie between 0 and 1 (exclusive), got {args.confidence:g}; e.g. 0.95")
-    if args.window < 2:
-        raise UsageError(f"--window must be a whole number >= 2 (snapshots compared), got {args.window}")
 
 
 def _criterion(args):
@@ -312,12 +303,12 @@ def run_sql(args, criterion=None) -> int:
 
 def _run_options(parser) -> None:
     """The options ``run`` and ``sql`` share."""
-    from .spec import batches_option
+    from .spec import BATCHES, CONFIDENCE, SEED, WINDOW
 
-    parser.add_argument("--batches", type=batches_option(), default=20)
-    parser.add_argument("--seed", type=int, default=0, help="seed of the batch split and order")
-    parser.add_argument("--confidence", type=float, default=0.95)
-    parser.add_argument("--window", type=int, default=3, help="envelope window (default 3)")
+    parser.add_argument("--batches", type=BATCHES.option("--batches"), default=20)
+    parser.add_argument("--seed", type=SEED.option("--seed"), default=0, help="seed of the batch split and order")
+    parser.add_argument("--confidence", type=CONFIDENCE.option("--confidence"), default=0.95)
+    parser.add_argument("--window", type=WINDOW.option("--window"), default=3, help="envelope window (default 3)")
     parser.add_argument("--until", help="a completion criterion, e.g. 'UNTIL ACC >= 0.95 WITHIN 60 SECONDS'")
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--checkpoint", help="save the state here when the run stops")
@@ -325,7 +316,7 @@ def _run_options(parser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .spec import batches_option
+    from .spec import BATCHES, SEED
 
     parser = Parser(prog="python -m spark_plugin.rotary", description=__doc__,
                     formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -360,8 +351,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--table", action="append", dest="views", metavar="NAME=PATH",
                    help="with --query: register a Parquet file or folder as temporary view NAME (repeatable)")
     p.add_argument("--layouts", help="where layouts live (default ~/.cache/sparkrm/rotary/layouts)")
-    p.add_argument("--batches", type=batches_option(), default=20)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batches", type=BATCHES.option("--batches"), default=20)
+    p.add_argument("--seed", type=SEED.option("--seed"), default=0)
     p.add_argument("--master", default="local[*]")
     p.add_argument("--log-level", default="FATAL", type=str.upper, choices=LOG_LEVELS)
     return parser
@@ -433,9 +424,8 @@ def main(argv=None) -> int:
         if args.command == "prepare":
             return run_prepare(args)
         return run(args, check(args))
-    except ValueError as e:  # bad query, criterion, data or checkpoint: say it without a traceback
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    except (ValueError, OSError) as e:  # bad query, criterion, data, checkpoint or path: one line, no traceback
+        return print_error(e)
 
 
 if __name__ == "__main__":

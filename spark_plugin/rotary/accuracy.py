@@ -18,7 +18,7 @@ from collections import deque
 import numpy as np
 import pandas as pd
 
-from .spec import QuerySpec
+from .spec import WINDOW, QuerySpec
 
 
 def true_accuracy(estimate: pd.DataFrame, exact: pd.DataFrame, spec: QuerySpec, weights: dict | None = None) -> float:
@@ -48,8 +48,7 @@ class Envelope:
     """Rotary's online accuracy estimate over a sliding window of snapshots."""
 
     def __init__(self, spec: QuerySpec, window: int = 3):
-        if not isinstance(window, int) or window < 2:
-            raise ValueError(f"the envelope window must be a whole number >= 2, not {window!r}")
+        WINDOW.check(window, what="the envelope window")
         self.spec, self.window = spec, window
         self._recent: deque = deque(maxlen=window)
 

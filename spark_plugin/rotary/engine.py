@@ -31,7 +31,7 @@ import pandas as pd
 from ..errors import NotOursError
 from ..ownership import FolderKind
 from .batches import BATCH_COLUMN, BatchedData, prepare
-from .spec import QuerySpec, QuerySpecError, load
+from .spec import CONFIDENCE, QuerySpec, QuerySpecError, load
 from .totals import RunningTotals
 
 STATE_FILE = "state.json"
@@ -75,8 +75,7 @@ class ProgressiveQuery:
 
     def __init__(self, spark, query, data, batches: int = 20, seed: int = 0, order_seed: int | None = None,
                  confidence: float = 0.95, growth: float = 4.0):
-        if not 0 < confidence < 1:
-            raise ValueError(f"confidence must lie in (0, 1), not {confidence!r}")
+        CONFIDENCE.check(confidence, what="confidence")
         if not growth >= 1:
             raise ValueError(f"growth must be >= 1 (1: one Spark query per batch), not {growth!r}")
         self.spark = spark.newSession()  # its own temp views and SQL conf: jobs run side by side

@@ -52,7 +52,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..arguments import whole_number, whole_number_option
+from ..arguments import Range
 from ..errors import SparkrmError
 from .expressions import Expression
 
@@ -72,8 +72,13 @@ BATCH_COLUMN = "rotary_batch"
 #: How many batches a table may be split into. Every batch is a snapshot, a partial table per chunk and (in a
 #: layout) a folder of files, so the work grows with the count: 100,000 batches of a 2,000-row table ran for
 #: minutes, mostly writing and planning empty batches.
-BATCHES_RANGE = (2, 1000)
-_BATCHES_FIX = "Pass e.g. 20 (more batches give more, smaller steps, each with its own fixed cost)."
+#: The rules of a run's numbers, for ``run``, ``sql`` and ``prepare``'s options and every API alike: more batches
+#: give more, smaller steps, each with its own fixed cost (100,000 batches of 2,000 rows ran for minutes).
+BATCHES = Range(2, 1000, whole=True, fix="Pass e.g. 20 (more batches give more, smaller steps, each with its own "
+                                           "fixed cost).")
+CONFIDENCE = Range(0, 1, low_open=True, high_open=True, fix="Pass e.g. 0.95.")
+WINDOW = Range(2, 1000, whole=True, fix="Pass e.g. 3 (the snapshots the accuracy envelope compares).")
+SEED = Range(0, 2**31 - 1, whole=True, fix="Pass e.g. 0.")
 _DIRECTIVE = re.compile(r"^--\s*@([\w-]+):\s*(.*)$")
 _CONTINUATION = re.compile(r"^--\s{2,}(\S.*)$")
 
@@ -90,16 +95,8 @@ def batch_of(columns, seed: int, batches: int):
 
 
 def batch_count(value, what: str = "batches") -> int:
-    """``value`` as a batch count, once it lies in :data:`BATCHES_RANGE` (UsageError naming ``what`` otherwise):
-    the one rule for ``run``, ``sql`` and ``prepare``'s ``--batches`` and every API's ``batches``."""
-    low, high = BATCHES_RANGE
-    return whole_number(value, what=what, low=low, high=high, fix=_BATCHES_FIX)
-
-
-def batches_option():
-    """The argparse ``type=`` of ``--batches``: :func:`batch_count`'s rule, the same line."""
-    low, high = BATCHES_RANGE
-    return whole_number_option("--batches", low=low, high=high, fix=_BATCHES_FIX)
+    """``value`` as a batch count by :data:`BATCHES` (UsageError naming ``what`` otherwise)."""
+    return BATCHES.check(value, what=what)
 
 
 class QuerySpecError(SparkrmError, ValueError):

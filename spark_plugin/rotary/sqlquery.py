@@ -33,7 +33,7 @@ from ..errors import SparkrmError
 from . import sqlplan
 from .engine import ProgressiveQuery, Snapshot, _pandas
 from .rewrite import NotProgressive, derive, describe
-from .spec import batch_count, batch_of
+from .spec import CONFIDENCE, batch_count, batch_of
 
 LOG = logging.getLogger(__name__)
 #: The batch column's name inside the rebuilt plan (unlikely to clash with a user's column).
@@ -75,7 +75,7 @@ def query(spark, sql_or_frame, batches: int = 20, seed: int = 0, order_seed: int
         One line naming the problem when Spark cannot analyze the query (an unknown table or column, a
         syntax error): Spark's own message.
     UsageError
-        ``batches`` is not a whole number in :data:`.spec.BATCHES_RANGE`.
+        ``batches`` is not a whole number in :data:`.spec.BATCHES`.
     LayoutError
         The fact table's layout is damaged (a batch missing or short): it is never read into an answer.
     """
@@ -204,8 +204,7 @@ class ProgressiveSQL(ProgressiveQuery):
                  co_layouts: list | None = None, sql: str | None = None, layouts_root=False):
         import random
 
-        if not 0 < confidence < 1:
-            raise ValueError(f"confidence must lie in (0, 1), not {confidence!r}")
+        CONFIDENCE.check(confidence, what="confidence")
         if not growth >= 1:
             raise ValueError(f"growth must be >= 1 (1: one Spark query per batch), not {growth!r}")
         self.user_spark = spark

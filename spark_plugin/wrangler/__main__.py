@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from ..arguments import Parser, key_option
-from ..errors import SparkrmError
+from ..errors import SparkrmError, print_error
 from ..keys import KEYS
 from ..telemetry_reader import read_telemetry
 from .dataset import build_dataset, concat
@@ -111,8 +111,7 @@ def main(argv=None) -> int:
             else:
                 print(json.dumps(evaluate(model, rows, confidence=opts.confidence), indent=1))
     except (SparkrmError, ValueError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return print_error(e)
     return 0
 
 

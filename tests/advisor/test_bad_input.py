@@ -46,7 +46,7 @@ def test_the_command_refuses_a_bad_count_as_it_parses(tmp_path, capsys, option, 
         main([str(tmp_path / "not read"), option, value])
     err = capsys.readouterr().err
     assert exited.value.code == 2 and err.count("\n") == 1
-    assert err.startswith(f"error: argument {option}: {message}")
+    assert err.startswith(f"error: {message}")
 
 
 def test_a_zero_core_executor_is_one_line_not_a_traceback(tmp_path):

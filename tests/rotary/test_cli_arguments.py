@@ -40,8 +40,6 @@ def args(*argv) -> argparse.Namespace:
      "positive. Write UNTIL ACC >= A [WITHIN N SECONDS|EPOCHS] with 0 < A <= 1, e.g. "
      "'UNTIL ACC >= 0.95 WITHIN 360 SECONDS'."),
     (["2"], QuerySpecError, "TPC-H Q2 has no progressive spec; supported: Q1, Q3"),
-    (["6", "--confidence", "95"], SparkrmError, "--confidence must lie between 0 and 1 (exclusive), got 95; e.g. 0.95"),
-    (["6", "--window", "1"], SparkrmError, "--window must be a whole number >= 2 (snapshots compared), got 1"),
     (["6", "--master", "local[two]"], SparkrmError, "--master 'local[two]' is not a Spark master URL: use local[*], "
                                                     "local[N], local-cluster[E,C,M] or spark://host:port"),
     (["--resume", "{tmp}"], SparkrmError, "--resume {tmp} is not a progressive query checkpoint: [Errno 2] No such "
@@ -58,6 +56,19 @@ def test_check_refuses_each_bad_argument_in_one_line(data, tmp_path, argv, error
     with pytest.raises(error) as refused:
         cli.check(parsed)
     assert str(refused.value).startswith(message.format(tmp=tmp_path)) and "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["6", "--confidence", "95"], "error: --confidence must be a finite number > 0 and < 1. Got 95.0. Pass e.g. 0.95."),
+    (["6", "--window", "1"], "error: --window must be a whole number in [2, 1000]. Got 1. Pass e.g. 3 (the snapshots "
+                             "the accuracy envelope compares)."),
+    (["6", "--seed", "-1"], "error: --seed must be a whole number in [0, 2147483647]. Got -1. Pass e.g. 0."),
+])
+def test_a_number_outside_its_rule_is_refused_as_it_is_parsed(capsys, argv, message):
+    with pytest.raises(SystemExit) as refused:
+        args(*argv)
+    assert refused.value.code == 2 and capsys.readouterr().err == f"{message} (see python -m spark_plugin.rotary run " \
+                                                                 "--help)\n"
 
 
 def test_data_folders_and_checkpoint_paths_are_checked(data, tmp_path):
@@ -125,9 +136,9 @@ def _cli(tmp_path, *argv, command="run", **env):
 @pytest.mark.parametrize("argv, message", [
     (["6", "--until", "UNTIL ACC >= 2 WITHIN -5 SECONDS"], "error: --until 'UNTIL ACC >= 2 WITHIN -5 SECONDS': "
                                                            "accuracy 2 is outside 0-1; WITHIN -5 SECONDS: a time"),
-    (["6", "--batches", "x"], "error: argument --batches: --batches must be a whole number in [2, 1000]. Got 'x'. "
+    (["6", "--batches", "x"], "error: --batches must be a whole number in [2, 1000]. Got 'x'. "
                               "Pass e.g. 20"),
-    (["6", "--batches", "1"], "error: argument --batches: --batches must be a whole number in [2, 1000]. Got 1."),
+    (["6", "--batches", "1"], "error: --batches must be a whole number in [2, 1000]. Got 1."),
     (["1"], "error: run needs a query and --data (or --resume DIR)"),
 ])
 def test_a_bad_argument_exits_2_in_one_line_without_starting_spark(tmp_path, data, argv, message):

@@ -104,7 +104,7 @@ def test_the_envelope_is_zero_until_its_window_fills_then_min_over_max():
     assert env.add(_answer([("a", 90.0, 1.0)])) == pytest.approx((0.8 + 1.0) / 2)
     assert env.add(_answer([("a", 95.0, 1.0)])) == pytest.approx((0.9 + 1.0) / 2)  # 80 left the window
     assert env.add(_answer([("a", 95.0, -1.0)])) == pytest.approx((90 / 95 + 0.0) / 2)  # sign change: 0
-    with pytest.raises(ValueError, match="window must be a whole number >= 2"):
+    with pytest.raises(ValueError, match=r"window must be a whole number in \[2, 1000\]"):
         Envelope(SPEC, window=1)
 
 

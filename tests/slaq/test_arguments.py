@@ -47,9 +47,9 @@ def test_from_numpy_refuses_a_folder_of_the_users_and_unpersist_deletes_only_its
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--cores", "0"], r"argument --cores: --cores must be a whole number in \[1, 100000\]\. Got 0\."),
-    (["--cores", "2", "--port", "70000"], r"argument --port: --port must be a whole number in \[0, 65535\]\."),
-    (["--cores", "2", "--epoch", "nan"], r"--epoch must be a finite number > 0\. Got nan\. Pass seconds, e\.g\. 2\."),
+    (["--cores", "0"], r"--cores must be a whole number in \[1, 100000\]\. Got 0\."),
+    (["--cores", "2", "--port", "70000"], r"--port must be a whole number in \[0, 65535\]\."),
+    (["--cores", "2", "--epoch", "nan"], r"--epoch must be a finite number > 0 and <= 3600\. Got nan\. Pass seconds, e\.g\. 2\."),
 ])
 def test_a_bad_coordinator_option_is_one_line_and_exit_status_2(args, message, capsys):
     with pytest.raises(SystemExit) as exited:

@@ -61,6 +61,6 @@ def test_the_command_line_says_one_line_and_exits_2(capsys):
         with pytest.raises(SystemExit) as exit_:
             parser.parse_args(argv)
         err = capsys.readouterr().err
-        assert exit_.value.code == 2 and err.count("\n") == 1 and err.startswith("error: argument")
+        assert exit_.value.code == 2 and err.count("\n") == 1 and err.startswith("error: --")
         assert __import__("re").search(says, err), err
     assert parser.parse_args(["--confidence", "0.5", "--packs", "64"]).packs == 64

@@ -80,13 +80,13 @@ def test_the_thesis_mix_bounds_every_criterion_in_epochs_and_the_deadline_mix_is
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--seeds", "a,b"], r"argument --seeds: --seeds must be a whole number in \[0, 4294967295\]\. Got 'a'\. Pass "
+    (["--seeds", "a,b"], r"--seeds must be a whole number in \[0, 4294967295\]\. Got 'a'\. Pass "
                          r"comma-separated seeds, e\.g\. 0,1,2\."),
-    (["--seeds", "1,1"], r"argument --seeds: --seeds '1,1' gives a seed twice"),
-    (["--max-pack", "0"], r"argument --max-pack: --max-pack must be a whole number in \[1, 64\]\. Got 0\."),
-    (["--threshold", "2"], r"argument --threshold: --threshold must be a finite number >= 0 and <= 1\. Got 2\.0\."),
-    (["--jobs", "0"], r"argument --jobs: --jobs must be a whole number in \[1, 1000\]\. Got 0\."),
-    (["--memory-mb", "nan"], r"argument --memory-mb: --memory-mb must be a finite number > 0\. Got nan\."),
+    (["--seeds", "1,1"], r"--seeds '1,1' gives a seed twice"),
+    (["--max-pack", "0"], r"--max-pack must be a whole number in \[1, 64\]\. Got 0\."),
+    (["--threshold", "2"], r"--threshold must be a finite number >= 0 and <= 1\. Got 2\.0\."),
+    (["--jobs", "0"], r"--jobs must be a whole number in \[1, 1000\]\. Got 0\."),
+    (["--memory-mb", "nan"], r"--memory-mb must be a finite number > 0\. Got nan\."),
     (["--out", "README.md"], r"--out README\.md is a file: pass the folder the results go to"),
 ])
 def test_a_bad_option_is_one_line_and_exit_status_2_before_any_training(args, message, capsys, monkeypatch):
