@@ -161,10 +161,15 @@ def _ensure_layout(spark, batched: BatchedData, layout: str) -> None:
     expected = {"batches": batched.batches, "seed": batched.seed, "data": str(batched.data.resolve()),
                 "keys": LAYOUTS[layout]}
     try:
-        if json.loads((folder / MANIFEST).read_text()) == expected:
-            return
+        manifest = json.loads((folder / MANIFEST).read_text())
     except (OSError, ValueError):
-        pass
+        manifest = None
+    if isinstance(manifest, dict) and {k: v for k, v in manifest.items() if k != "rows"} == expected:
+        damage = _damage(folder, manifest.get("rows"), layout, batched.batches)
+        if damage is None:
+            return
+        LOG.warning("Rotary's batched copy %s is damaged (%s): making it again, so that no answer misses rows",
+                    folder, damage)
     tmp = folder.with_name(folder.name + ".tmp")
     for kind, path in ((COPY, batched.folder), (COPY_LAYOUT, folder), (COPY_LAYOUT, tmp)):
         check_ours(kind, path)  # before the work: all it replaces must be Rotary's
@@ -180,8 +185,38 @@ def _ensure_layout(spark, batched: BatchedData, layout: str) -> None:
          .withColumn(BATCH_COLUMN, batch)
          .repartition(BATCH_COLUMN)
          .write.partitionBy(BATCH_COLUMN).parquet(str(tmp / table)))
-    (tmp / MANIFEST).write_text(json.dumps(expected))
+    rows = {table: [batch_rows(tmp / table, b) for b in range(batched.batches)] for table in LAYOUTS[layout]}
+    (tmp / MANIFEST).write_text(json.dumps({**expected, "rows": rows}))
     COPY_LAYOUT.replace(folder, tmp)
+
+
+def batch_rows(folder: Path, batch: int) -> int | None:
+    """The rows of batch ``batch`` of the layout in ``folder``, from its files' Parquet footers (0: no folder,
+    as for a batch no row hashed to; None: a file that is not Parquet). Spark reads every file there that is
+    not hidden (``.``) or metadata (``_``), and so does this."""
+    import pyarrow.parquet as pq
+
+    part = folder / f"{BATCH_COLUMN}={batch}"
+    files = [f for f in part.iterdir() if not f.name.startswith((".", "_"))] if part.is_dir() else []
+    try:
+        return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+    except (OSError, ValueError):  # pyarrow's ArrowInvalid is a ValueError
+        return None
+
+
+def _damage(folder: Path, rows, layout: str, batches: int) -> str | None:
+    """Why the batched copy in ``folder`` no longer holds the rows it was written with (``rows``: per table, each
+    batch's count, from its manifest), or None when every batch of every table does."""
+    if not isinstance(rows, dict) or set(rows) != set(LAYOUTS[layout]):
+        return "it records no row count per batch"
+    for table, written in rows.items():
+        if not isinstance(written, list) or len(written) != batches:
+            return f"it records no row count per batch of {table}"
+        for b, count in enumerate(written):
+            found = batch_rows(folder / table, b)
+            if found != count:
+                return f"{table}'s batch {b} holds {found} rows where {count} were written"
+    return None
 
 
 def check_ours(kind: FolderKind, folder, what: str | None = None) -> None:

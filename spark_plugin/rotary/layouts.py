@@ -35,7 +35,7 @@ from pathlib import Path
 from ..errors import SparkrmError
 from ..ownership import FolderKind
 from . import sqlplan
-from .batches import check_ours
+from .batches import batch_rows, check_ours
 from .spec import BATCH_COLUMN, batch_count, batch_of
 from .unique import CACHE_FILE
 
@@ -82,7 +82,7 @@ class Layout:
             raise LayoutError(f"the layout in {self.folder} records no row count per batch (an earlier sparkrm "
                               f"wrote it), so it cannot be checked whole: {fix}")
         for b, written in enumerate(self.rows):
-            found = _batch_rows(self.folder, b)
+            found = batch_rows(self.folder, b)
             if found != written:
                 state = ("has an unreadable file" if found is None else "is missing" if found == 0
                          else f"holds {found:,} rows")
@@ -140,20 +140,6 @@ def claim_root(root=None, what: str | None = None) -> Path:
     if not os.access(root, os.W_OK | os.X_OK):
         raise LayoutError(f"{label} is not writable: {fix}")
     return root
-
-
-def _batch_rows(folder: Path, batch: int) -> int | None:
-    """The rows of batch ``batch`` of the layout in ``folder``, from its files' Parquet footers (0: no folder,
-    as for a batch no row hashed to; None: a file that is not Parquet). Spark reads every file there that is
-    not hidden (``.``) or metadata (``_``), and so does this."""
-    import pyarrow.parquet as pq
-
-    part = folder / f"{BATCH_COLUMN}={batch}"
-    files = [f for f in part.iterdir() if not f.name.startswith((".", "_"))] if part.is_dir() else []
-    try:
-        return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
-    except (OSError, ValueError):  # pyarrow's ArrowInvalid is a ValueError
-        return None
 
 
 def table_leaf(spark, table):
@@ -258,7 +244,7 @@ def prepare_table(spark, table, key, batches: int = 20, seed: int = 0, root=None
         (tmp / PROGRESS).write_text(json.dumps(state))
         if progress:
             progress(len(state["done"]), batches)
-    rows = [_batch_rows(tmp, b) for b in range(batches)]
+    rows = [batch_rows(tmp, b) for b in range(batches)]
     (tmp / PROGRESS).unlink()
     (tmp / MANIFEST).write_text(json.dumps({**manifest, "rows": rows}))
     LAYOUT.replace(folder, tmp)

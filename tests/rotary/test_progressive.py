@@ -172,3 +172,23 @@ def test_attributes_are_looked_up_for_the_rows_each_answer_shows(spark, data):
         shown = customers.loc[snap.result["c_custkey"], list(job.spec.attributes)].reset_index(drop=True)
         pd.testing.assert_frame_equal(snap.result[list(job.spec.attributes)], shown, check_dtype=False)
     assert len(job._attributes) < len(customers)  # only keys an answer showed, and those just below them
+
+
+def test_a_batched_copy_missing_a_batch_is_made_again_never_answered_exact_without_it(spark, data, oracle, caplog):
+    from spark_plugin.rotary.batches import prepare
+    from spark_plugin.rotary.spec import BATCH_COLUMN
+
+    batched = prepare(spark, data, batches=BATCHES, seed=7)
+    orders = batched.layout_folder("orders")
+    for victim in (orders / "lineitem" / f"{BATCH_COLUMN}=2", orders / "orders" / f"{BATCH_COLUMN}=1"):
+        for f in victim.iterdir():
+            f.unlink()
+        victim.rmdir()
+        with caplog.at_level("WARNING", logger="spark_plugin.rotary.batches"):
+            final = list(rotary.progressive(spark, 3, data, batches=BATCHES, seed=7))[-1]
+        assert f"Rotary's batched copy {orders} is damaged" in caplog.text and "making it again" in caplog.text
+        caplog.clear()
+        columns, expected = oracle.answer(query_text(3, 0.01))
+        assert final.final
+        compare(columns, list(final.result.itertuples(index=False, name=None)), expected,
+                order_columns(query_text(3, 0.01)))
