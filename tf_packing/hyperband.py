@@ -127,10 +127,13 @@ class HyperbandOracle:
 
     Parameters
     ----------
-    search_space : HyperParameters or dict of str to list
+    search_space : HyperParameters or dict of str to list, optional
         The space (:class:`~tf_packing.hyperparameters.HyperParameters`), or
         each hyper-parameter's values in order (numeric lists ascending, as in
-        thesis Table 2.3), whose cross product is the space.
+        thesis Table 2.3), whose cross product is the space. Leave it out for an
+        oracle passed to a :class:`~tf_packing.Tuner` (``oracle=``), which gives
+        it the space ``build_fn`` registers (:meth:`update_space`), as Keras
+        Tuner's tuners do with the oracle their users pass.
     max_epochs : int, default=81
         R, the most epochs any configuration trains for.
     factor : int, default=3
@@ -153,15 +156,14 @@ class HyperbandOracle:
     (1, 1, 2)
     """
 
-    def __init__(self, search_space: dict, *, max_epochs: int = 81, factor: int = 3, mode: str = "max",
-                 seed: int = 0):
+    def __init__(self, search_space: dict | None = None, *, max_epochs: int = 81, factor: int = 3,
+                 mode: str = "max", seed: int = 0):
         check_budget(max_epochs, factor)
         if mode not in ("max", "min"):
             raise ValueError(f"mode must be 'max' (accuracy) or 'min' (loss). Got {mode!r}.")
-        self.space = HyperParameters.of(search_space)
-        if not self.space.space:
-            raise ValueError("the search space is empty: build_fn registered no hyper-parameter (hp.Choice, "
-                             "hp.Int, hp.Float ...) and no search_space was given.")
+        self.space = None
+        if search_space is not None:
+            self.update_space(search_space)
         self.max_epochs, self.factor, self.mode, self.seed = max_epochs, factor, mode, seed
         self.trials_ = {}
         self._rng = random.Random(seed)
@@ -170,8 +172,19 @@ class HyperbandOracle:
         self._current = []  # trial ids of the current rung
 
     # -- protocol -------------------------------------------------------------------------
+    def update_space(self, search_space) -> None:
+        """Set the space configurations are sampled from (Keras Tuner's name for the tuner's call)."""
+        space = HyperParameters.of(search_space)
+        if not space.space:
+            raise ValueError("the search space is empty: build_fn registered no hyper-parameter (hp.Choice, "
+                             "hp.Int, hp.Float ...) and no search_space was given.")
+        self.space = space
+
     def next_rung(self) -> Rung | None:
         """The next rung to train, or None when every bracket is done."""
+        if self.space is None:
+            raise ValueError("this HyperbandOracle has no search space: pass search_space=, or pass the oracle to "
+                             "a Tuner (Tuner(build_fn, oracle=oracle)), which gives it build_fn's space.")
         if self._bracket < 0:
             return None
         if self._rung == 0 and not self._current:

@@ -80,6 +80,12 @@ class Tuner:
         Hyperband's R. One iteration costs about ``R * (log_eta R + 1)^2`` epochs.
     factor : int, default=3
         Hyperband's eta.
+    oracle : HyperbandOracle, optional
+        The oracle to ask, as Keras Tuner users pass one (``Tuner(build_fn, oracle=HyperbandOracle(
+        max_epochs=27, factor=3, mode="max", seed=1))``): made without a search space, it is given the one
+        ``build_fn`` registers. Its ``max_epochs``, ``factor``, ``seed`` and ``mode`` are the search's: the
+        Tuner's own are then left at their defaults (a different value is refused), and ``mode`` must be
+        the objective's direction. Default: one made from this Tuner's arguments.
     hyperparameters : HyperParameters, optional
         Hyper-parameters declared ahead (e.g. ``hp.Fixed`` overrides), merged
         with those ``build_fn`` registers; as in Keras Tuner.
@@ -178,7 +184,7 @@ class Tuner:
     """
 
     def __init__(self, hypermodel, search_space: dict | None = None, *, objective="val_accuracy",
-                 max_epochs: int = 81, factor: int = 3, hyperparameters=None, directory=None,
+                 max_epochs: int = 81, factor: int = 3, oracle=None, hyperparameters=None, directory=None,
                  project_name="tuner", overwrite=False, packing="knn", early_kill=None, target=None,
                  memory_capacity=None, distance_threshold=None, group_size=4, max_group=8, reuse_models=True,
                  batch_size_key="batch_size", default_batch_size=32, seed=0, progress=True, spark=None,
@@ -188,6 +194,7 @@ class Tuner:
         self.objective = objective_of(objective)
         self.max_epochs = max_epochs
         self.factor = factor
+        self.oracle = oracle
         self.hyperparameters = hyperparameters
         self.directory = directory
         self.project_name = project_name
@@ -211,8 +218,8 @@ class Tuner:
             hypermodel, keras.Model) else hypermodel
         if not callable(self._build_fn):
             raise TypeError(f"hypermodel must be build_fn(hp) or an object with build(hp). Got {type(hypermodel)}.")
-        self.oracle_ = HyperbandOracle(self._discover_space(), max_epochs=max_epochs, factor=factor,
-                                       mode=self.objective.direction, seed=seed)
+        self.oracle_ = self._oracle()
+        max_epochs, factor, seed = self.oracle_.max_epochs, self.oracle_.factor, self.oracle_.seed
         self._project = Project(directory, project_name, {"max_epochs": max_epochs, "factor": factor,
                                                           "objective": self.objective.name, "seed": seed},
                                 overwrite=overwrite,
@@ -280,6 +287,31 @@ class Tuner:
                              "them: pass directory= a folder on storage all executors share (any local folder on "
                              "one machine).")
 
+    def _oracle(self) -> HyperbandOracle:
+        """The oracle the search asks: the user's (given build_fn's space), else one of this Tuner's arguments."""
+        oracle = self.oracle
+        if oracle is None:
+            return HyperbandOracle(self._discover_space(), max_epochs=self.max_epochs, factor=self.factor,
+                                   mode=self.objective.direction, seed=self.seed)
+        if not isinstance(oracle, HyperbandOracle):
+            raise UsageError(f"oracle must be a tf_packing.HyperbandOracle (Hyperband is what packs rungs). Got "
+                             f"{type(oracle).__name__}.")
+        if oracle.trials_:
+            raise UsageError("the oracle has sampled trials already: pass a new one (a search resumes from its "
+                             "directory, not from an oracle).")
+        both = [f"{name}={mine} to the Tuner and {getattr(oracle, name)} to the oracle"
+                for name, mine, default in (("max_epochs", self.max_epochs, 81), ("factor", self.factor, 3),
+                                            ("seed", self.seed, 0))
+                if mine != default and mine != getattr(oracle, name)]
+        if both:
+            raise UsageError(f"{'; '.join(both)}: with an oracle, set them on the oracle only.")
+        if oracle.mode != self.objective.direction:
+            raise UsageError(f"the oracle has mode={oracle.mode!r} but objective {self.objective.name!r} is to "
+                             f"{self.objective.direction}imize: make it HyperbandOracle(mode="
+                             f"{self.objective.direction!r}, ...).")
+        oracle.update_space(self._discover_space())
+        return oracle
+
     def _discover_space(self) -> HyperParameters:
         """The search space: the given one, else what ``build_fn`` registers (as Keras Tuner does)."""
         space = HyperParameters.of(self.search_space) if self.search_space is not None else HyperParameters()
@@ -323,9 +355,9 @@ class Tuner:
         if self.objective.name.startswith("val_") and validation_data is None:
             raise ValueError(f"objective {self.objective.name!r} is scored on validation data: pass "
                              "validation_data=(x_val, y_val) to search().")
-        if epochs is not None and epochs != self.max_epochs:
+        if epochs is not None and epochs != self.oracle_.max_epochs:
             log.warning("search(epochs=%s) is ignored: Hyperband trains each trial to at most max_epochs=%d",
-                        epochs, self.max_epochs)
+                        epochs, self.oracle_.max_epochs)
         self._data, self._val = (x, y), validation_data
         training = self._training
         training.callbacks = list(callbacks or [])
@@ -376,9 +408,9 @@ class Tuner:
 
     def _planned_trial_epochs(self) -> int:
         total = 0
-        for s in range(max_bracket(self.max_epochs, self.factor), -1, -1):
+        for s in range(max_bracket(self.oracle_.max_epochs, self.oracle_.factor), -1, -1):
             done = 0
-            for n, r in bracket_rungs(s, self.max_epochs, self.factor):
+            for n, r in bracket_rungs(s, self.oracle_.max_epochs, self.oracle_.factor):
                 total += n * (r - done)
                 done = r
         return total
@@ -406,7 +438,7 @@ class Tuner:
         groups = pack_opt([t.config for t in trials], self.oracle_.space, memory, strategy=self.packing,
                           capacity=self.memory_capacity, threshold=self.distance_threshold,
                           group_size=self.group_size, max_group=self._largest_pack(len(trials)),
-                          key=self.batch_size_key, seed=self.seed + rung_no)
+                          key=self.batch_size_key, seed=self.oracle_.seed + rung_no)
         groups = [[trials[i] for i in group] for group in self._promising_first(groups, trials)]
         self._keeper.start_rung()
         done = self._resume_mid_rung(rung)
@@ -498,7 +530,7 @@ class Tuner:
             return groups
         curves = {t.trial_id: self._keeper.curves[t.trial_id] for t in trials if self._keeper.curves.get(t.trial_id)}
         if curves:
-            left = {t: self.max_epochs - len(c) for t, c in curves.items()}
+            left = {t: self.oracle_.max_epochs - len(c) for t, c in curves.items()}
             self._keeper.labels.update(self.early_kill.classify(curves, epochs_left=left, slots=self.max_group,
                                                                 best=self._keeper.reference()))
         rank = {"promising": 0, "opportunistic": 1, "poor": 2}

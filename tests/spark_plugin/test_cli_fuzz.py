@@ -27,7 +27,7 @@ from hypothesis import given, settings, strategies as st
 from spark_plugin.arguments import Parser
 
 #: Fixed examples: the suite sees the same values every run (house rule 13).
-FUZZ = settings(max_examples=40, derandomize=True, deadline=None)
+FUZZ = settings(max_examples=20, derandomize=True, deadline=None)
 
 #: Where the commands run; a file in it is a folder no output can be created under.
 SCRATCH = Path(tempfile.mkdtemp(prefix="sparkrm-cli-fuzz-"))

@@ -134,3 +134,12 @@ def test_policy_modules_import_no_tensorflow():
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_an_oracle_made_without_a_space_samples_once_given_one():
+    oracle = hyperband.HyperbandOracle(max_epochs=3, factor=3, seed=0)
+    with pytest.raises(ValueError, match=r"has no search space: pass search_space=, or pass the oracle to a Tuner"):
+        oracle.next_rung()
+    oracle.update_space({"lr": [0.1, 0.01]})
+    given = hyperband.HyperbandOracle({"lr": [0.1, 0.01]}, max_epochs=3, factor=3, seed=0)
+    assert [t.config for t in oracle.next_rung().trials] == [t.config for t in given.next_rung().trials]

@@ -63,6 +63,37 @@ def test_build_fn_with_hp_ranges_searches_the_space_it_registers(tf_det, digits)
     assert accuracy == pytest.approx(t.best_score_)
 
 
+def test_an_oracle_passed_as_keras_tuner_users_pass_one_runs_the_same_search(tf_det, digits):
+    from tf_packing import HyperbandOracle
+
+    x, y, xv, yv = digits
+    own = tuner(max_epochs=3, factor=3, seed=1).search(x, y, validation_data=(xv, yv))
+    oracle = HyperbandOracle(max_epochs=3, factor=3, seed=1)
+    passed = tuner(max_epochs=81, factor=3, seed=0, oracle=oracle).search(x, y, validation_data=(xv, yv))
+    assert passed.oracle_ is oracle and [p.name for p in oracle.space.space] == ["units", "dropout", "optimizer",
+                                                                                 "learning_rate"]
+    assert passed.results() == own.results() and passed.best_config_ == own.best_config_
+
+
+@pytest.mark.parametrize("oracle, kw, message", [
+    ("not an oracle", {}, r"^oracle must be a tf_packing.HyperbandOracle .* Got str\.$"),
+    (dict(max_epochs=9), dict(max_epochs=27), r"^max_epochs=27 to the Tuner and 9 to the oracle: with an oracle, set "
+                                              r"them on the oracle only\.$"),
+    (dict(mode="min"), {}, r"^the oracle has mode='min' but objective 'val_accuracy' is to maximize: make it "
+                           r"HyperbandOracle\(mode='max', \.\.\.\)\.$"),
+])
+def test_an_oracle_that_cannot_serve_the_search_is_refused_before_any_model_is_built(tf_det, oracle, kw, message):
+    from spark_plugin.errors import UsageError
+    from tf_packing import HyperbandOracle, Tuner
+
+    def unbuilt(hp):
+        raise AssertionError("a model was built before the oracle was checked")
+
+    oracle = HyperbandOracle(**oracle) if isinstance(oracle, dict) else oracle
+    with pytest.raises(UsageError, match=message):
+        Tuner(unbuilt, oracle=oracle, **kw)
+
+
 def test_objective_by_name_or_object_with_direction(tf_det, digits):
     from tf_packing import Objective
 
