@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from spark_plugin.advisor import collect_runs, load_runs
+from spark_plugin.advisor import collect_runs, collect_runs_of, load_runs
 from spark_plugin.errors import SparkrmError
 from benchmarks.common import shutdown_driver_jvm
 
@@ -16,6 +16,7 @@ pytestmark = pytest.mark.spark
 
 #: (name, master, rolling, codec): "default" leaves Spark's own setting (rolling on, zstd); "none" turns
 #: compression off. Every application sets every key, so none inherits the previous one's in the shared JVM.
+#: default-1 also has a failed job, and a copy of its log taken before it ended is "killed".
 APPS = [("default-1", "local[1]", None, None), ("default-2", "local[2]", None, None),
         ("lz4-file", "local[2]", "false", "lz4"), ("snappy-file", "local[1]", "false", "snappy"),
         ("zstd-file", "local[2]", "false", "zstd"), ("plain-rolling", "local[1]", "true", "none")]
@@ -33,24 +34,30 @@ def eventlog_conf(folder, rolling, codec) -> dict:
 
 
 def run_app(folder, master, rolling, codec, *, failing_job=False, copy_while_running=None):
-    """One application writing its event log under ``folder``: job group ``squares`` (a shuffle), and
-    group ``other``; optionally a failed job in ``squares`` and a copy of the log taken before it ends."""
+    """One application writing its event log under ``folder``: job group ``squares`` (a shuffle: 6 map and 6
+    reduce tasks), and group ``other`` (2 tasks); optionally a failed job in ``squares`` and a copy of the log
+    taken before it ends. Its jobs are DataFrame jobs, which start no Python workers: an RDD's lambdas cost
+    each application about 2 s more, to start its workers and to stop them."""
+    from pyspark.errors import SparkRuntimeException
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master(master).appName("advisor-event-logs")
-    for key, value in eventlog_conf(folder, rolling, codec).items():
+    # adaptive execution off: the aggregation is one job of two stages of six tasks, not coalesced
+    conf = {**eventlog_conf(folder, rolling, codec), "spark.sql.adaptive.enabled": "false",
+            "spark.sql.shuffle.partitions": "6"}
+    for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     sc = spark.sparkContext
     try:
         sc.setJobGroup("squares", "sum of squares by key")
-        pairs = sc.parallelize(range(2000), 6).map(lambda x: (x % 7, x * x))
-        assert dict(pairs.reduceByKey(lambda a, b: a + b).collect())[0] == sum(x * x for x in range(0, 2000, 7))
+        squares = spark.range(0, 2000, 1, 6).selectExpr("id % 7 AS k", "id * id AS s").groupBy("k").sum("s")
+        assert dict(squares.collect())[0] == sum(x * x for x in range(0, 2000, 7))
         if failing_job:
-            with pytest.raises(Exception):
-                sc.parallelize(range(4), 2).map(lambda x: 1 // 0).collect()
+            with pytest.raises(SparkRuntimeException, match="a failed job"):
+                spark.range(0, 4, 1, 2).selectExpr("raise_error('a failed job')").collect()
         sc.setJobGroup("other", "not modelled")
-        sc.parallelize(range(10), 2).count()
+        assert len(spark.range(0, 10, 1, 2).collect()) == 10
         if copy_while_running is not None:
             log = next(folder.iterdir())
             (shutil.copytree if log.is_dir() else shutil.copy)(log, copy_while_running / log.name)
@@ -62,12 +69,12 @@ def run_app(folder, master, rolling, codec, *, failing_job=False, copy_while_run
 def logs(tmp_path_factory):
     root = tmp_path_factory.mktemp("event-logs")
     try:
+        (root / "killed").mkdir()
         for name, master, rolling, codec in APPS:
             (root / name).mkdir()
-            run_app(root / name, master, rolling, codec)
-        (root / "failed").mkdir()
-        (root / "killed").mkdir()
-        run_app(root / "failed", "local[2]", None, None, failing_job=True, copy_while_running=root / "killed")
+            failed = name == "default-1"
+            run_app(root / name, master, rolling, codec, failing_job=failed,
+                    copy_while_running=root / "killed" if failed else None)
     finally:
         shutdown_driver_jvm()
     return root
@@ -78,18 +85,18 @@ def only_entry(folder):
     return entry
 
 
-def test_spark_defaults_write_a_rolling_zstd_folder_and_it_reads_as_one_run(logs):
+def test_spark_defaults_write_a_rolling_zstd_folder_and_every_codec_and_single_file_reads_as_the_same_run(logs):
+    """Each log is one run of its own (read together: the reader's JVM starts once)."""
     log = only_entry(logs / "default-2")
     assert log.is_dir() and log.name.startswith("eventlog_v2_")
     assert [p.suffix for p in log.glob("events_*")] == [".zstd"]
-    (run,) = load_runs([log], job="squares")
-    assert (run.slots, run.tasks, run.stage_tasks) == (2, 12, (6, 6)) and run.wall_s > 0
-
-
-@pytest.mark.parametrize("name, slots", [("lz4-file", 2), ("snappy-file", 1), ("zstd-file", 2), ("plain-rolling", 1)])
-def test_every_codec_and_single_files_read_the_same_run(logs, name, slots):
-    (run,) = load_runs([only_entry(logs / name)], job="squares")
-    assert (run.slots, run.tasks, run.stage_tasks) == (slots, 12, (6, 6))
+    slots = {"default-2": 2, "lz4-file": 2, "snappy-file": 1, "zstd-file": 2, "plain-rolling": 1}
+    found = collect_runs([only_entry(logs / name) for name in slots], job="squares")
+    assert not found.left_out and not found.notes
+    runs = {name: run for name in slots for run in found.runs if run.source == str(only_entry(logs / name))}
+    assert {name: (run.slots, run.tasks, run.stage_tasks) for name, run in runs.items()} == {
+        name: (n, 12, (6, 6)) for name, n in slots.items()}
+    assert all(run.wall_s > 0 for run in runs.values())
 
 
 def test_a_folder_of_many_applications_gives_one_run_each_and_job_filters(logs):
@@ -98,17 +105,17 @@ def test_a_folder_of_many_applications_gives_one_run_each_and_job_filters(logs):
     for name, *_ in APPS:
         entry = only_entry(logs / name)
         (shutil.copytree if entry.is_dir() else shutil.copy)(entry, folder / entry.name)
-    found = collect_runs([folder], job="squares")
-    assert sorted(r.slots for r in found.runs) == [1, 1, 1, 2, 2, 2] and not found.left_out
-    assert {r.tasks for r in found.runs} == {12}
-    assert {r.tasks for r in collect_runs([folder], job="other").runs} == {2}
+    found = collect_runs_of([folder], ["squares", "other"])  # each job of each log, from one read
+    assert sorted(r.slots for r in found["squares"].runs) == [1, 1, 1, 2, 2, 2] and not found["squares"].left_out
+    assert {r.tasks for r in found["squares"].runs} == {12}
+    assert {r.tasks for r in found["other"].runs} == {2}
     with pytest.raises(SparkrmError, match=r"No run of job group 'q9' found\. .*no finished job of group 'q9'; "
                                            r"its groups: other, squares"):
         load_runs([folder], job="q9")
 
 
 def test_a_failed_job_is_left_out_and_said(logs):
-    found = collect_runs([only_entry(logs / "failed")], job="squares")
+    found = collect_runs([only_entry(logs / "default-1")], job="squares")
     (run,) = found.runs
     assert run.stage_tasks == (6, 6)
     (note,) = found.notes
@@ -129,28 +136,31 @@ def test_a_cut_compressed_log_counts_what_precedes_the_break_and_a_damaged_plain
     log = only_entry(logs / "zstd-file")
     cut = tmp_path / log.name
     cut.write_bytes(log.read_bytes()[: log.stat().st_size * 3 // 4])
-    found = collect_runs([cut], job="other")
-    assert not found.runs or found.notes  # what precedes the break counts, and says so
-    assert any("breaks off" in reason for _, reason in found.left_out + found.notes)
-
-    damaged = tmp_path / "damaged"
-    shutil.copytree(only_entry(logs / "plain-rolling"), damaged / only_entry(logs / "plain-rolling").name)
-    events = next((damaged / only_entry(logs / "plain-rolling").name).glob("events_*"))
+    intact = only_entry(logs / "plain-rolling")
+    damaged = tmp_path / "damaged" / intact.name
+    shutil.copytree(intact, damaged)
+    events = next(damaged.glob("events_*"))
     lines = events.read_text().splitlines()
     events.write_text("\n".join(lines[:5] + ["{not json"] + lines[5:]) + "\n")
-    found = collect_runs([*damaged.iterdir(), only_entry(logs / "lz4-file")], job="squares")
-    assert len(found.runs) == 1
-    (left,) = found.left_out
-    assert "line " in left[1] and "the log is damaged" in left[1]
+    lz4 = only_entry(logs / "lz4-file")
+    found = collect_runs_of([cut, damaged, lz4], ["other", "squares"])  # the three logs read once
+
+    # what precedes the break counts, and says so (or the log is left out, saying why)
+    other = found["other"]
+    assert any("breaks off" in reason for source, reason in other.left_out + other.notes if source == str(cut))
+    squares = found["squares"]
+    assert [run.source for run in squares.runs if run.source != str(cut)] == [str(lz4)]
+    (left,) = [reason for source, reason in squares.left_out if source == str(damaged)]
+    assert "line " in left and "the log is damaged" in left
 
 
 def test_the_command_reads_an_event_log_dir_as_a_user_passes_it(logs):
     """``python -m spark_plugin.advisor <eventLog.dir>/* --job G`` on default Spark 4 logs."""
-    entries = [str(only_entry(logs / name)) for name in ("default-1", "default-2", "failed")]
+    entries = [str(only_entry(logs / name)) for name in ("default-1", "default-2")]
     result = subprocess.run([sys.executable, "-m", "spark_plugin.advisor", *entries, "--job", "squares"],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
-    assert "job 'squares': 3 runs" in result.stdout and "recommended (fastest)" in result.stdout
+    assert "job 'squares': 2 runs" in result.stdout and "recommended (fastest)" in result.stdout
     assert "counts 1 of its 2 job(s)" in result.stdout
     bad = subprocess.run([sys.executable, "-m", "spark_plugin.advisor", str(logs / "default-1"), "--job", "nope"],
                          capture_output=True, text=True, timeout=300)
