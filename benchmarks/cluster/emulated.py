@@ -182,8 +182,16 @@ def _signal_group(pid: int, sig) -> None:
 
 
 def _alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs. A zombie (exited, not yet reaped) does not: a caller that ran ``up``
+    in its own process is the daemons' parent, and ``os.kill(pid, 0)`` alone would wait out the grace for it."""
     try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
         return False
+    except (OSError, IndexError):  # no /proc here: a signal 0 tells running (or zombie) from gone
+        try:
+            os.kill(pid, 0)
+            return True
+        except ProcessLookupError:
+            return False

@@ -14,7 +14,6 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from operator import add
 from pathlib import Path
 
 import numpy as np
@@ -45,13 +44,15 @@ def _bridge_exists() -> bool:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def cluster(tmp_path_factory, vanilla_results):
+    """The module's cluster, brought up once the vanilla oracle (a Spark application of its own, which later tests
+    compare with) is computed, rather than idling meanwhile, its executors heart-beating and sampling on the
+    same CPUs."""
     if os.geteuid() == 0 and _bridge_exists():
         pytest.skip(f"an emulated cluster is already up on this machine (bridge {BRIDGE}); take it down first")
     directory = tmp_path_factory.mktemp("cluster")
-    state = up(ClusterSpec(hosts=HOSTS, executors_per_host=EXECUTORS_PER_HOST, executor_memory_mb=640, iops=2000,
-                           apps=1), directory,
-               log=lambda _: None)
+    state = up(ClusterSpec(hosts=HOSTS, executors_per_host=EXECUTORS_PER_HOST, executor_memory_mb=640,
+                          iops=2000, apps=1), directory, log=lambda _: None)
     yield state
     down(directory, log=lambda _: None)
 
@@ -70,6 +71,20 @@ def spark(cluster):
 @pytest.fixture(scope="module")
 def tm(spark):
     return spark_plugin.telemetry(spark)
+
+
+def test_without_isolation_each_host_is_a_loopback_address_and_up_says_so(tmp_path):
+    """First in the module, so before its cluster is up (the fixture starts at the first test that asks for it):
+    the two clusters would only slow each other down."""
+    state = up(ClusterSpec(hosts=2, executors_per_host=1, isolate=False, apps=1), tmp_path / "plain", log=lambda _: None)
+    try:
+        assert [h["address"] for h in state["hosts"]] == ["127.0.0.2", "127.0.0.3"]
+        assert state["network"] == "loopback" and state["master"].startswith("spark://127.0.0.1:")
+        assert all(not h["cgroups"] and h["netns"] is None for h in state["hosts"])
+        assert set(state["skipped"].values()) == {"isolation switched off"}
+        assert session_conf(state)["spark.driver.host"] == "127.0.0.1"
+    finally:
+        assert down(tmp_path / "plain", log=lambda _: None)
 
 
 def where_tasks_run(spark) -> dict[str, dict]:
@@ -103,8 +118,12 @@ def test_each_host_has_its_own_address_network_and_limits(spark, cluster):
             assert seen[h["address"]]["quota_us"] == int(ClusterSpec(**cluster["spec"]).cpus() * 100_000)
 
 
-#: One of each kind (RDD aggregation and sort, DataFrame join and repartition); the Riffle suite runs them all.
-ACROSS_HOSTS = ["rdd_reduce_by_key", "rdd_sort_by_key", "df_join", "df_repartition"]
+#: A DataFrame's rows read in ranges of partitions that adaptive execution coalesced (df_join's aggregation),
+#: and read a partition at a time, each row in its own partition (df_repartition). A PySpark RDD's pickled
+#: pairs, the third way a reducer reads merged blocks, are the next test's (PySpark sorts and aggregates in
+#: Python, so its JVM shuffles have no ordering or aggregator: rdd_sort_by_key reads as rdd_reduce_by_key does).
+#: The Riffle suite runs every workload.
+ACROSS_HOSTS = ["df_join", "df_repartition"]
 
 
 @pytest.mark.parametrize("name", ACROSS_HOSTS)
@@ -115,10 +134,10 @@ def test_riffle_across_hosts_gives_vanilla_results(spark, tm, vanilla_results, n
     assert sum(r["mergedBlocks"] for r in reads) > 0 and sum(r["fallbacks"] for r in reads) == 0
 
 
-def test_riffle_merges_the_executors_of_each_host_together(spark, tm):
+def test_riffle_merges_the_executors_of_each_host_together_and_gives_vanilla_results(spark, tm, vanilla_results):
+    """rdd_reduce_by_key: one shuffle of 12 maps over both hosts' four executors."""
     mark = tm.mark()
-    assert spark.sparkContext.parallelize(range(48_000), 16).map(lambda x: (x % 211, 1)).reduceByKey(add, 4) \
-        .count() == 211
+    assert WORKLOADS["rdd_reduce_by_key"](spark) == vanilla_results["rdd_reduce_by_key"]
     records = tm.records(since=mark)
     maps = [t for t in records["task"].to_pylist() if t["taskType"] == "ShuffleMapTask"]
     host_of = {t["partition"]: t["host"] for t in maps}
@@ -128,7 +147,9 @@ def test_riffle_merges_the_executors_of_each_host_together(spark, tm):
     assert any(len({writer[i] for i in m["mapIndexes"]}) > 1 for m in merges)  # a neighbour's files were read
     fan_in = int(RIFFLE_CONF["spark.riffle.merge.fanIn"])
     expected = sum(math.ceil(n / fan_in) for n in Counter(host_of.values()).values())
-    assert all(r["mergedBlocks"] + r["originalBlocks"] == expected for r in records["shuffle_read"].to_pylist())
+    reads = records["shuffle_read"].to_pylist()
+    assert all(r["mergedBlocks"] + r["originalBlocks"] == expected for r in reads)
+    assert sum(r["mergedBlocks"] for r in reads) > 0 and sum(r["fallbacks"] for r in reads) == 0
 
 
 def test_a_damaged_merged_file_on_one_host_is_read_from_the_originals(spark, tm, cluster):
@@ -211,19 +232,6 @@ def send_from(netns: str, address: str, *, megabytes: int) -> None:
             while conn.recv(2**20):
                 pass
         assert sender.wait(timeout=60) == 0
-
-
-def test_without_isolation_each_host_is_a_loopback_address_and_up_says_so(tmp_path):
-    state = up(ClusterSpec(hosts=2, executors_per_host=1, isolate=False, apps=1), tmp_path / "plain",
-               log=lambda _: None)
-    try:
-        assert [h["address"] for h in state["hosts"]] == ["127.0.0.2", "127.0.0.3"]
-        assert state["network"] == "loopback" and state["master"].startswith("spark://127.0.0.1:")
-        assert all(not h["cgroups"] and h["netns"] is None for h in state["hosts"])
-        assert set(state["skipped"].values()) == {"isolation switched off"}
-        assert session_conf(state)["spark.driver.host"] == "127.0.0.1"
-    finally:
-        assert down(tmp_path / "plain", log=lambda _: None)
 
 
 def test_a_second_up_is_refused_while_one_is_up(cluster):
