@@ -4,7 +4,8 @@ Both executors run on one host, so they merge their outputs together (``merge.sc
 ``test_riffle_host_merge`` covers the scopes and their fallbacks.
 
 Merging is complete here (best-effort fraction 1.0) so that read counts are exact; the
-best-effort and fault paths have modules of their own.
+best-effort and fault paths have modules of their own. Tests about the same shuffle share it
+(:func:`reduced`, :func:`merges_lost`): each Spark job costs seconds.
 """
 
 import math
@@ -38,22 +39,38 @@ def tm(spark):
     return spark_plugin.telemetry(spark)
 
 
-@pytest.mark.parametrize("name", sorted(WORKLOADS))
+#: Every workload runs once under host-level merging of one host's executors, with the same settings and checks:
+#: these four here, the other four on four executors in ``test_riffle_host_merge``. Each half takes both shuffle
+#: paths at least twice: PySpark's RDD operators all shuffle pickled pairs through one JVM path (``partitionBy``:
+#: a PairwiseRDD keyed by partition ids computed in Python), DataFrames shuffle UnsafeRows through Spark SQL.
+CLUSTER_WORKLOADS = ["df_group_by", "df_order_by", "rdd_group_by_key", "rdd_join"]
+
+
+@pytest.fixture(scope="module")
+def reduced(spark, tm):
+    """One merged shuffle read once, for the tests that check its records: (RDD, result, records). The RDD is
+    kept, so its shuffle files stay until the session stops."""
+    rdd = spark.sparkContext.parallelize(range(60_000), 12).map(lambda x: (x % 100, 1)).reduceByKey(add, 4)
+    counts, records = recorded(tm, rdd.collect)
+    return rdd, counts, records
+
+
+@pytest.mark.parametrize("name", CLUSTER_WORKLOADS)
 def test_results_are_identical_to_vanilla_spark(spark, tm, vanilla_results, name):
     result, records = recorded(tm, lambda: WORKLOADS[name](spark))
     assert result == vanilla_results[name]
     reads = records["shuffle_read"]
     assert reads.num_rows > 0 and pc.sum(reads["mergedBlocks"]).as_py() > 0  # Riffle really served reads
     assert pc.sum(reads["fallbacks"]).as_py() == 0
+    merges = records["merge"].to_pylist()
+    assert merges and all(m["scope"] == "host" and m["status"] == "committed" for m in merges)
     tasks = records["task"]
     assert pc.all(pc.equal(tasks["status"], "SUCCESS")).as_py()
     assert pc.max(tasks["stageAttempt"]).as_py() == 0  # no stage was retried
 
 
-def test_each_reducer_reads_one_block_per_merge_instead_of_one_per_map(spark, tm):
-    sc = spark.sparkContext
-    counts, records = recorded(tm, lambda: sc.parallelize(range(60_000), 12).map(lambda x: (x % 100, 1))
-                          .reduceByKey(add, 4).collect())
+def test_each_reducer_reads_one_block_per_merge_instead_of_one_per_map(reduced):
+    _, counts, records = reduced
     assert dict(counts) == {k: 600 for k in range(100)}
     tasks = records["task"].to_pylist()
     maps = [t for t in tasks if t["taskType"] == "ShuffleMapTask"]
@@ -68,10 +85,8 @@ def test_each_reducer_reads_one_block_per_merge_instead_of_one_per_map(spark, tm
         assert r["coveredBlocks"] + r["originalBlocks"] == r["expectedBlocks"] == len(maps)  # exactly once
 
 
-def test_merges_are_issued_by_the_policy_while_the_map_stage_runs(spark, tm):
-    sc = spark.sparkContext
-    _, records = recorded(tm, lambda: sc.parallelize(range(24_000), 12).map(lambda x: (x % 50, 1))
-                     .reduceByKey(add, 3).count())
+def test_merges_are_issued_by_the_policy_while_the_map_stage_runs(reduced):
+    _, _, records = reduced
     map_stage = [s for s in records["stage"].to_pylist() if s["shuffleId"] is not None][0]
     merges = [m for m in records["merge"].to_pylist() if m["shuffleId"] == map_stage["shuffleId"]]
     assert all(m["status"] == "committed" for m in merges)
@@ -79,7 +94,7 @@ def test_merges_are_issued_by_the_policy_while_the_map_stage_runs(spark, tm):
     # The JVM formed exactly the groups the Python model forms for the same arrival order.
     maps = [t for t in records["task"].to_pylist()
             if t["taskType"] == "ShuffleMapTask" and t["stageId"] == map_stage["stageId"]]
-    outputs = [MapOutput(t["partition"], t["taskId"], t["executorId"], t["shuffleWriteBytes"], 3, host=t["host"])
+    outputs = [MapOutput(t["partition"], t["taskId"], t["executorId"], t["shuffleWriteBytes"], 4, host=t["host"])
                for t in maps]
     model = plan_merges(outputs, MergePolicy("fanin", fan_in=FAN_IN))
     assert sorted(m["mapIndexes"] for m in merges) == sorted([o.map_index for o in g] for g in model)
@@ -87,7 +102,10 @@ def test_merges_are_issued_by_the_policy_while_the_map_stage_runs(spark, tm):
     assert sealed["mergedOutputs"] == sum(len(g) for g in model) and sealed["sealReason"] == "all merges ended"
 
 
-def test_a_lost_merged_file_is_read_from_the_originals_without_recomputation(spark, tm, session_dir):
+@pytest.fixture(scope="module")
+def merges_lost(spark, tm, session_dir):
+    """A shuffle read once, then again after its merged data files were deleted: (RDD, first result, shuffle id,
+    records of the second read)."""
     rdd = spark.sparkContext.parallelize(range(30_000), 12).map(lambda x: (x % 97, x)).reduceByKey(add, 4)
     first, records = recorded(tm, lambda: sorted(rdd.collect()))
     shuffle_id = next(s["shuffleId"] for s in records["stage"].to_pylist() if s["shuffleId"] is not None)
@@ -98,22 +116,23 @@ def test_a_lost_merged_file_is_read_from_the_originals_without_recomputation(spa
         path.unlink()
     second, records = recorded(tm, lambda: sorted(rdd.collect()))
     assert second == first
+    return rdd, first, shuffle_id, records
+
+
+def test_a_lost_merged_file_is_read_from_the_originals_without_recomputation(merges_lost):
+    _, _, _, records = merges_lost
     tasks = records["task"].to_pylist()
     assert all(t["taskType"] == "ResultTask" and t["status"] == "SUCCESS" for t in tasks)  # no map recomputed
     assert sum(r["fallbacks"] for r in records["shuffle_read"].to_pylist()) > 0
 
 
-def test_a_lost_original_file_takes_sparks_own_path_and_recomputes_that_map(spark, tm, session_dir):
-    rdd = spark.sparkContext.parallelize(range(30_000), 12).map(lambda x: (x % 89, x)).reduceByKey(add, 4)
-    first, records = recorded(tm, lambda: sorted(rdd.collect()))
-    shuffle_id = next(s["shuffleId"] for s in records["stage"].to_pylist() if s["shuffleId"] is not None)
-    local = session_dir / "local"
-    for path in shuffle_files(local, merged=True, shuffle_id=shuffle_id):
-        path.unlink()  # readers must go to the originals...
-    originals = sorted(p for p in shuffle_files(local, merged=False, shuffle_id=shuffle_id) if p.suffix == ".data")
+def test_a_lost_original_file_takes_sparks_own_path_and_recomputes_that_map(spark, tm, session_dir, merges_lost):
+    rdd, first, shuffle_id, _ = merges_lost  # its merged files are gone: readers must go to the originals...
+    originals = sorted(p for p in shuffle_files(session_dir / "local", merged=False, shuffle_id=shuffle_id)
+                       if p.suffix == ".data")
     originals[0].unlink()  # ...and one of those is gone too
-    second, records = recorded(tm, lambda: sorted(rdd.collect()))
-    assert second == first
+    again, records = recorded(tm, lambda: sorted(rdd.collect()))
+    assert again == first
     recomputed = [t for t in records["task"].to_pylist() if t["taskType"] == "ShuffleMapTask"]
     assert recomputed and all(t["stageAttempt"] >= 1 for t in recomputed)
 
@@ -172,11 +191,9 @@ def test_blocksize_policy_merges_small_outputs_and_skips_large_ones(spark, tm):
     assert all(r["mergedBlocks"] == 0 for r in large["shuffle_read"].to_pylist())
 
 
-def test_no_merged_files_remain_after_stop(spark, session_dir):
+def test_no_merged_files_remain_after_stop(spark, session_dir, reduced):
     """Runs last in this module: it stops the session."""
     local = session_dir / "local"
-    rdd = spark.sparkContext.parallelize(range(12_000), 12).map(lambda x: (x % 7, 1)).reduceByKey(add, 2)
-    assert rdd.count() == 7
-    assert shuffle_files(local, merged=True)
+    assert shuffle_files(local, merged=True)  # those of ``reduced`` at least, whose RDD is still referenced
     spark.stop()
     eventually(lambda: not shuffle_files(local, merged=True))

@@ -9,7 +9,7 @@ import pytest
 import spark_plugin
 from tests.helpers import eventually
 from tests.shuffle_merge import merged_files
-from tests.shuffle_merge.corruption import (RIFFLE_CONF, SHUFFLES, assert_read_from_originals_without_recomputation,
+from tests.shuffle_merge.corruption import (RIFFLE_CONF, assert_read_from_originals_without_recomputation,
                                             read_again_after)
 
 pytestmark = pytest.mark.spark
@@ -22,25 +22,40 @@ def tm(spark):
     return spark_plugin.telemetry(spark)
 
 
-@pytest.mark.parametrize("shuffle", SHUFFLES)
-@pytest.mark.parametrize("position", merged_files.POSITIONS)
-def test_a_damaged_byte_is_read_from_the_originals(spark, tm, session_dir, shuffle, position):
-    records, _, _ = read_again_after(spark, tm, session_dir / "local", shuffle,
-                                     lambda path: merged_files.damage(path, position))
-    # Sub-blocks before a damaged one were used from the merged block; nothing is read twice.
+def assert_damage_read_from_originals(records: dict, position: str) -> None:
+    """Sub-blocks before a damaged one were used from the merged block; nothing is read twice."""
     assert_read_from_originals_without_recomputation(records, some_merged_used=position in ("middle", "last"))
     assert sum(r["badMergedBlocks"] for r in records["shuffle_read"].to_pylist()) > 0
 
 
-@pytest.mark.parametrize("shuffle", SHUFFLES)
-def test_a_truncated_merged_file_is_read_from_the_originals(spark, tm, session_dir, shuffle):
-    records, _, _ = read_again_after(spark, tm, session_dir / "local", shuffle, merged_files.truncate)
+#: Where a byte is damaged, in which shuffle. A merged block is verified before any of its records is deserialized,
+#: and a failed check falls back the same way whatever the serializer, so each position is damaged in one shuffle;
+#: ``middle``, where one task deserializes records of the merged block and then of the originals, in both. Left out,
+#: each covered by a case that takes the same path: ``checksum`` (the header's own checksum fails the comparison a
+#: damaged ``table`` entry fails), ``last`` (as in ``middle``, the sub-blocks before it are used, then its checksum
+#: fails; ``test_riffle_corruption_spilled`` damages it) and ``first`` of the RDD, which
+#: ``test_later_reads_no_longer_use_a_merge_found_damaged`` damages and checks as here before it reads on.
+DAMAGES = [("magic", "rdd"), ("table", "dataframe"), ("first", "dataframe"), ("middle", "rdd"), ("middle", "dataframe")]
+
+
+@pytest.mark.parametrize("position, shuffle", DAMAGES)
+def test_a_damaged_byte_is_read_from_the_originals(spark, tm, session_dir, shuffle, position):
+    records, _, _ = read_again_after(spark, tm, session_dir / "local", shuffle,
+                                     lambda path: merged_files.damage(path, position))
+    assert_damage_read_from_originals(records, position)
+
+
+def test_a_truncated_merged_file_is_read_from_the_originals(spark, tm, session_dir):
+    """In one shuffle: the short file is found before any record is deserialized (by a local reader meeting its
+    end, or a remote fetch failing, as the reducer of the last partition lands), whatever the serializer."""
+    records, _, _ = read_again_after(spark, tm, session_dir / "local", "dataframe", merged_files.truncate)
     assert_read_from_originals_without_recomputation(records, some_merged_used=True)
 
 
 def test_later_reads_no_longer_use_a_merge_found_damaged(spark, tm, session_dir):
-    _, rdd, expected = read_again_after(spark, tm, session_dir / "local", "rdd",
-                                       lambda path: merged_files.damage(path, "first"))
+    records, rdd, expected = read_again_after(spark, tm, session_dir / "local", "rdd",
+                                              lambda path: merged_files.damage(path, "first"))
+    assert_damage_read_from_originals(records, "first")
 
     def merged_blocks_read():
         mark = tm.mark()

@@ -4,7 +4,8 @@ Every executor's outputs queue together, a merge runs on one of the executors th
 and reads its neighbours' files from their local directories. Checked here: results equal vanilla
 Spark's, reads per reducer follow the host model (not the per-executor one), the ``executor`` scope
 still keeps executors apart, and a neighbour lost after its outputs were merged elsewhere never
-serves stale data.
+serves stale data. The merges spanning executors and the lost neighbour are seen in one shuffle
+(:func:`first_read`).
 """
 
 import math
@@ -52,6 +53,17 @@ def small_shuffle(sc, seed):
     return sc.parallelize(range(48_000), 16).map(lambda x: ((x * seed) % 211, x)).reduceByKey(add, 4)
 
 
+@pytest.fixture(scope="module")
+def first_read(spark, tm):
+    """A shuffle merged across executors, read once: (RDD, sorted result, records). The RDD is kept, so its map
+    outputs stay for the test that reads it again."""
+    rdd = small_shuffle(spark.sparkContext, 17)
+    result, records = recorded(tm, lambda: sorted(rdd.collect()))
+    return rdd, result, records
+
+
+#: The other four workloads run under the same checks on two executors in ``test_riffle_cluster``, which says why
+#: the two halves cover every shuffle path.
 @pytest.mark.parametrize("name", ["rdd_reduce_by_key", "rdd_sort_by_key", "df_join", "df_repartition"])
 def test_host_merges_give_vanilla_results(spark, tm, vanilla_results, name):
     result, records = recorded(tm, lambda: WORKLOADS[name](spark))
@@ -60,10 +72,12 @@ def test_host_merges_give_vanilla_results(spark, tm, vanilla_results, name):
     assert sum(r["mergedBlocks"] for r in reads) > 0 and sum(r["fallbacks"] for r in reads) == 0
     merges = records["merge"].to_pylist()
     assert merges and all(m["scope"] == "host" and m["status"] == "committed" for m in merges)
+    tasks = records["task"].to_pylist()
+    assert all(t["status"] == "SUCCESS" and t["stageAttempt"] == 0 for t in tasks)  # nothing failed or retried
 
 
-def test_merges_span_executors_and_each_runs_on_one_of_its_writers(spark, tm):
-    counts, records = recorded(tm, lambda: small_shuffle(spark.sparkContext, 7).collect())
+def test_merges_span_executors_and_each_runs_on_one_of_its_writers(first_read):
+    _, counts, records = first_read
     assert len(counts) == 211
     wrote = writers(records)
     merges = records["merge"].to_pylist()
@@ -95,10 +109,9 @@ def test_executor_scope_keeps_each_executor_apart(spark, tm):
     assert all(r["mergedBlocks"] + r["originalBlocks"] == per_executor for r in records["shuffle_read"].to_pylist())
 
 
-def test_a_neighbour_lost_after_its_outputs_were_merged_elsewhere_serves_nothing_stale(spark, tm):
+def test_a_neighbour_lost_after_its_outputs_were_merged_elsewhere_serves_nothing_stale(spark, tm, first_read):
     """Its outputs are recomputed under new map ids, so the merges holding the old ones are rejected."""
-    rdd = small_shuffle(spark.sparkContext, 17)
-    first, records = recorded(tm, lambda: sorted(rdd.collect()))
+    rdd, first, records = first_read
     wrote = writers(records)
     host_merges = [m for m in records["merge"].to_pylist() if len({wrote[i] for i in m["mapIndexes"]}) > 1]
     assert host_merges
