@@ -12,7 +12,7 @@ from spark_plugin.standalone import free_port
 from tests.helpers import eventually, executor_ids
 from tests.conftest import ini_spark_options
 from tests.shuffle_merge.conftest import shuffle_files
-from tests.shuffle_merge.elastic import RIFFLE_CONF, read_twice
+from tests.shuffle_merge.elastic import RIFFLE_CONF, exact, merged_shuffle, read_twice
 
 pytestmark = pytest.mark.spark
 
@@ -58,31 +58,22 @@ def released(spark):
     eventually(lambda: spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() == 1, timeout=90)
 
 
-@pytest.fixture(scope="module")
-def read_after_release(spark):
-    """A merged shuffle read, then read again once its executors were released: (shuffle id, records of the second
-    read). Both tests below look at that one shuffle: each release and the executors started anew cost seconds."""
-    ids = []
-
-    def release(tm, first):
-        ids.append(next(s["shuffleId"] for s in first["stage"].to_pylist() if s["shuffleId"] is not None))
-        released(spark)
-
-    second = read_twice(spark, 89, release)  # the first read's merges are committed (read_twice checks)
-    return ids[0], second
-
-
-def test_merges_of_released_executors_are_read_from_the_shuffle_service(read_after_release):
-    _, second = read_after_release
+def test_merges_of_released_executors_are_read_from_the_shuffle_service(spark):
+    second = read_twice(spark, 89, lambda tm, first: released(spark))
     assert not [t for t in second["task"].to_pylist() if t["taskType"] == "ShuffleMapTask"]  # nothing recomputed
     reads = second["shuffle_read"].to_pylist()
     seen = [(r["mergedBlocks"], r["groupsRejected"], r["fallbacks"]) for r in reads]
     assert seen and all(s == (4, 0, 0) for s in seen), seen  # (merged blocks, rejected groups, fallbacks) per read
 
 
-def test_merged_files_of_released_executors_are_deleted_with_their_shuffle(spark, session_dir, read_after_release):
-    shuffle_id, _ = read_after_release
-    released(spark)  # the executors that read it again leave too
+def test_merged_files_of_released_executors_are_deleted_with_their_shuffle(spark, session_dir):
+    tm = spark_plugin.telemetry(spark)
+    mark = tm.mark()
+    assert sorted(merged_shuffle(spark, 97).collect()) == exact(97)
+    records = tm.records(since=mark)
+    assert any(m["status"] == "committed" for m in records["merge"].to_pylist())
+    shuffle_id = next(s["shuffleId"] for s in records["stage"].to_pylist() if s["shuffleId"] is not None)
+    released(spark)
     local = session_dir / "local"
     assert shuffle_files(local, merged=True, shuffle_id=shuffle_id)  # kept for the shuffle service to serve
     # What Spark's ContextCleaner does once the shuffle's RDD is garbage collected.
