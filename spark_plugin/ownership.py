@@ -67,9 +67,7 @@ class FolderKind:
 
         Call it where the path enters, before any long work, so a refusal costs the user nothing.
         ``what`` names the argument in the message (``"--checkpoint"``)."""
-        folder = Path(folder).expanduser()
-        label = f"{what} {folder}" if what else str(folder)
-        found = _found(folder, label)
+        folder, label, found = _look(folder, what)
         if found == "file":
             raise NotOursError(f"{label} is a file, not a folder: sparkrm writes a {self.name} as a folder. "
                                f"Choose a new or empty folder.")
@@ -127,9 +125,7 @@ class FileKind:
         """Refuse ``path`` unless it is missing or a file of this kind that sparkrm wrote; create its folder.
 
         Call it before the work whose result goes there."""
-        path = Path(path).expanduser()
-        label = f"{what} {path}" if what else str(path)
-        found = _found(path, label)
+        path, label, found = _look(path, what)
         if found == "folder":
             raise NotOursError(f"{label} is a folder: give the path of a {self.name} to write, e.g. "
                                f"{path / ('out' + self.suffix)}.")
@@ -169,11 +165,14 @@ def save_figure(figure, path, *, what: str | None = None, **savefig) -> Path:
     return path
 
 
-def _found(path: Path, label: str) -> str | None:
-    """What is at ``path``: ``"folder"``, ``"file"`` or None; a path the system cannot even look up (a name too
-    long, a file where a folder should be) is refused in one line."""
+def _look(path, what: str | None) -> tuple[Path, str, str | None]:
+    """``path`` (with ``~`` expanded), its label in messages (after argument ``what``) and what is there:
+    ``"folder"``, ``"file"`` or None. A path the system cannot even look up (a name too long, a file where a
+    folder should be) is refused in one line."""
+    path = Path(path).expanduser()
+    label = f"{what} {path}" if what else str(path)
     try:
-        return "folder" if path.is_dir() else "file" if path.exists() else None
+        return path, label, "folder" if path.is_dir() else "file" if path.exists() else None
     except OSError as e:
         raise NotOursError(f"{label} cannot be used ({e.strerror}). Choose another path.") from None
 
