@@ -19,6 +19,7 @@ from .jar import jar_path
 from .keys import KEYS, PLUGIN_CLASS
 
 from ._version import __version__
+from .moved import keep_old_paths
 
 _LAZY = {
     "configure": "activation", "session": "activation", "submit_args": "activation",
@@ -39,3 +40,9 @@ def __getattr__(name):
         module = importlib.import_module(f".{_LAZY[name]}", __name__)
         return getattr(module, name)
     raise AttributeError(f"module 'spark_plugin' has no attribute {name!r}")
+
+
+keep_old_paths({"spark_plugin.curves": "spark_plugin.shared.curves",
+                "spark_plugin.rotary.criteria": "spark_plugin.shared.criteria",
+                **{f"spark_plugin.utility{m}": f"spark_plugin.shared.utility{m}"
+                   for m in ("", ".allocator", ".mpc", ".templates")}})

@@ -9,38 +9,29 @@ packed into memory-feasible groups, with Keras Tuner's API (``build_fn(hp)``,
 ``spark=`` its packs run as Spark tasks on a cluster's executors, and a search
 stopped mid-rung resumes from each trial's last finished epoch.
 
-The policy modules (batching, hyperband, hyperparameters, objective,
-packing_policy, memory, early_kill, hyperdrive, scorekeeper) import no TensorFlow; names backed by TensorFlow are imported on first use, so
-``import tf_packing`` alone stays cheap.
+Three systems, one folder each (``docs/architecture.md``): :mod:`tf_packing.repack` (packed training),
+:mod:`tf_packing.tuner` (pack-aware Hyperband with HyperDrive) and :mod:`tf_packing.dlt` (Rotary-DLT).
+This package re-exports the first two's public names, each imported on first use, so ``import
+tf_packing`` alone stays cheap; the modules that were flat here before keep working at their old paths,
+with a DeprecationWarning.
 """
 
-import importlib
+from spark_plugin.moved import keep_old_paths
 
-from .batching import BatchPlanner, StepPlan, steps_per_epoch
-from .early_kill import KillRule
-from .hyperband import HyperbandOracle, Trial, bracket_rungs
-from .hyperparameters import HyperParameters
-from .memory import estimate_bytes
-from .objective import Objective
-from .packing_policy import index_distance, pack_opt
+from .lazy import lazy_exports
 
-_LAZY = {"MemberCheckpoint": "checkpoint", "free": "checkpoint", "load": "checkpoint",
-         "Member": "packed", "PackedModel": "packed", "pack": "packed",
-         "Tuner": "tuner", "HyperDrive": "hyperdrive", "PackProfile": "profiler", "profile": "profiler",
-         "load_cifar10": "data", "load_digits": "data", "load_mnist": "data", "make_classification": "data"}
+_REPACK = ("MemberCheckpoint", "free", "load", "Member", "PackedModel", "pack", "BatchPlanner", "StepPlan",
+           "steps_per_epoch", "estimate_bytes", "PackProfile", "profile", "load_cifar10", "load_digits",
+           "load_mnist", "make_classification")
+_TUNER = ("Tuner", "HyperDrive", "KillRule", "HyperbandOracle", "Trial", "bracket_rungs", "HyperParameters",
+          "Objective", "index_distance", "pack_opt")
+_NAMES = {**{name: ".repack" for name in _REPACK}, **{name: ".tuner" for name in _TUNER}}
 
-__all__ = sorted(["BatchPlanner", "HyperParameters", "HyperbandOracle", "KillRule", "Objective", "StepPlan",
-                  "Trial", "bracket_rungs", "estimate_bytes", "index_distance", "pack_opt", "steps_per_epoch", *_LAZY])
+__all__ = sorted(_NAMES)
+__getattr__ = lazy_exports(__name__, _NAMES)
 
-
-def __getattr__(name):
-    if name in _LAZY:
-        try:
-            module = importlib.import_module(f".{_LAZY[name]}", __name__)
-        except ModuleNotFoundError as e:
-            if e.name and e.name.split(".")[0] in ("tensorflow", "keras"):
-                raise ImportError(f"tf_packing.{name} needs TensorFlow, which this installation lacks. Install "
-                                  "it with: pip install 'sparkrm[tf]'") from e
-            raise
-        return getattr(module, name)
-    raise AttributeError(f"module 'tf_packing' has no attribute {name!r}")
+keep_old_paths({**{f"tf_packing.{m}": f"tf_packing.repack.{m}" for m in (
+    "batching", "checkpoint", "data", "evaluation", "inputs", "member_run", "memory", "packed", "profiler", "step")},
+    **{f"tf_packing.{m}": f"tf_packing.tuner.{m}" for m in (
+        "early_kill", "hyperband", "hyperdrive", "hyperparameters", "model_pool", "objective", "pack_training",
+        "packing_policy", "project", "rung_progress", "scorekeeper", "spark_packs")}})

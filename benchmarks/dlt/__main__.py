@@ -47,7 +47,7 @@ FRACTIONS = (0.25, 0.5, 0.75)  # of FIFO's time for the whole workload
 def fill_history(x, y, validation, epochs: int):
     """A history with one finished job per model kind and batch size (the arms' similar past jobs)."""
     from tf_packing.dlt import History, JobRecord
-    from tf_packing.memory import model_bytes
+    from tf_packing.repack.memory import model_bytes
 
     history = History()
     for kind in KINDS:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import statistics
 
-from spark_plugin.rotary import criteria as crit
+from spark_plugin.shared import criteria as crit
 
 
 def attained_by(results: list[dict], t: float) -> int:

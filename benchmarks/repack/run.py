@@ -65,8 +65,8 @@ def output(meta: dict, name: str, out_dir) -> Path:
 
 
 def impv(args) -> Path:
-    from tf_packing.data import make_classification
-    from tf_packing.profiler import profile, switching_overhead
+    from tf_packing.repack.data import make_classification
+    from tf_packing.repack.profiler import profile, switching_overhead
 
     from .models import builder
 
@@ -98,7 +98,7 @@ def hyperband(args) -> Path:
     import time
 
     from tf_packing import KillRule, Tuner, load_digits
-    from tf_packing.hyperband import TABLE_2_3
+    from tf_packing.tuner.hyperband import TABLE_2_3
 
     from .models import tuner_build_fn
 

@@ -126,7 +126,7 @@ def run(args, criterion=None) -> int:
     from rich.console import Console
     from rich.live import Live
 
-    from . import criteria
+    from ..shared import criteria
     from .accuracy import Envelope
     from .batches import damaged_file_error
     from .engine import ProgressiveQuery, read_state
@@ -227,7 +227,7 @@ def _check_master(args) -> None:
 
 
 def _criterion(args):
-    from . import criteria
+    from ..shared import criteria
 
     try:
         return criteria.parse(args.until) if args.until else None
@@ -256,7 +256,7 @@ def run_sql(args, criterion=None) -> int:
     from rich.console import Console
     from rich.live import Live
 
-    from . import criteria
+    from ..shared import criteria
     from .accuracy import Envelope
     from .sqlquery import ExactQuery, QueryError, query, resume
 

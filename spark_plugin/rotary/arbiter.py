@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..pools import fair_pool, fair_scheduling
-from . import criteria as crit
+from ..shared import criteria as crit
 from .accuracy import Envelope, true_accuracy
 from .batches import prepare
 from .engine import CHECKPOINT, ProgressiveQuery, check_checkpoint

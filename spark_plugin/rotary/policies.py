@@ -1,7 +1,7 @@
 """Who gets cores next epoch: Rotary's Algorithm 4 and the baselines, behind one interface.
 
 Every policy is an order of jobs for their first core and, for some, an order for one extra core each;
-the shared utility allocator (:mod:`spark_plugin.utility`) hands the cores out by those orders as
+the shared utility allocator (:mod:`spark_plugin.shared.utility`) hands the cores out by those orders as
 utilities, the same allocator SLAQ uses.
 
 A policy sees the jobs whose epoch just ended (:class:`JobView`) and the cores and memory not held
@@ -27,7 +27,7 @@ by jobs still inside their epoch, and returns cores per job (absent or 0: paused
   results only, no history); one core each by priority, then one extra each in that order.
 * :class:`UtilitySum` and :class:`UtilityMin` (VideoStorm's decision layer, seed 000): every job states
   its utility for 0, 1 or 2 cores next epoch, the template ``progress - lateness / budget`` of
-  :class:`spark_plugin.utility.Utility` over the progress it is predicted to make and the lateness it is
+  :class:`spark_plugin.shared.utility.Utility` over the progress it is predicted to make and the lateness it is
   predicted to have at its deadline (model-predictive over one epoch, corrected by the job's own running
   ratio of actual to predicted demand); the allocator maximizes the total (max-sum) or the worst job's
   utility (max-min). :class:`ProgressSum` and :class:`ProgressMin` leave the lateness out.
@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..utility import Claim, DemandCorrection, Utility, allocate, by_priority, predicted_lag
+from ..shared.utility import Claim, DemandCorrection, Utility, allocate, by_priority, predicted_lag
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ class Policy:
     def _grant(self, first: list[JobView], cores: int, memory: float, extra: list[JobView] | None = None) -> dict:
         """One core per job in ``first`` order while cores last, skipping jobs whose memory does not fit,
         then, with ``extra``, one more each to the served jobs in ``extra`` order: the order as utilities
-        (:func:`spark_plugin.utility.by_priority`), handed out by the shared max-sum allocator."""
+        (:func:`spark_plugin.shared.utility.by_priority`), handed out by the shared max-sum allocator."""
         tables = by_priority([j.job_id for j in first], None if extra is None else [j.job_id for j in extra])
         claims = [Claim(j.job_id, tables[j.job_id], max_units=1 if extra is None else 2,
                         memory=j.memory if self.uses_memory else 0.0) for j in first]
@@ -188,7 +188,7 @@ class UtilitySum(Policy):
       ``Q(0) + u * gain / mu``, where ``gain`` is what the progress estimator predicts one core's epoch adds
       (a job with nothing to predict from is taken to reach its threshold, so it is tried once);
     * ``L(u)``: the lateness it is predicted to have at its deadline after the epoch, model-predictive over
-      one epoch (:func:`spark_plugin.utility.predicted_lag`): a job needs one core to keep its predicted
+      one epoch (:func:`spark_plugin.shared.utility.predicted_lag`): a job needs one core to keep its predicted
       finish, falls one epoch further behind without one and catches up with two. Zero while it is
       predicted to finish in time, so waiting costs a job with slack nothing;
     * ``mu``: the job's running ratio of actual to predicted demand (:class:`DemandCorrection`), from

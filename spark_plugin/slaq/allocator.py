@@ -5,7 +5,7 @@ epoch as a function of its core count ``n`` (a vectorized callable, or a table i
 a weight, and optionally the most cores it can use. :func:`allocate` returns ``{job_id: cores}``
 for every job, summing to at most ``capacity``.
 
-Objectives A and B are the shared utility allocator's max-sum and max-min (:mod:`spark_plugin.utility`)
+Objectives A and B are the shared utility allocator's max-sum and max-min (:mod:`spark_plugin.shared.utility`)
 over the jobs' weighted curves; this module states SLAQ's objectives in those terms.
 
 * ``objective="reduction"`` (Objective A, Algorithm 1): the curve is the predicted *normalized loss
@@ -48,8 +48,8 @@ from typing import Callable, Hashable, Sequence
 
 import numpy as np
 
-from .. import utility
-from ..utility import Claim
+from ..shared import utility
+from ..shared.utility import Claim
 
 __all__ = ["JobCurve", "OBJECTIVES", "allocate", "allocate_fair", "allocate_maxmin", "allocate_reduction"]
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._checks import check_params
-from ..curves import EXPONENTIAL, SUBLINEAR, CurveFit, exponential, fit_family, sublinear
+from ..shared.curves import EXPONENTIAL, SUBLINEAR, CurveFit, exponential, fit_family, sublinear
 from .quality import LossHistory
 
 __all__ = ["CurveFit", "Forecast", "LossPredictor", "RuntimeModel", "epoch_curve", "exponential",

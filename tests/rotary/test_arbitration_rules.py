@@ -5,8 +5,9 @@ from dataclasses import replace
 
 import pytest
 
-from spark_plugin.rotary import criteria, policies
-from spark_plugin.rotary.criteria import ATTAINED, RUNNING, UNATTAINED, Progress
+from spark_plugin.rotary import policies
+from spark_plugin.shared import criteria
+from spark_plugin.shared.criteria import ATTAINED, RUNNING, UNATTAINED, Progress
 from spark_plugin.rotary.estimators import History, PastRun, ProgressEstimator, regression_weights
 from spark_plugin.rotary.policies import JobView
 

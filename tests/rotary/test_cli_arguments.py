@@ -15,7 +15,7 @@ from spark_plugin import rotary
 from spark_plugin.errors import SparkrmError
 from spark_plugin.rotary import BatchDataError, QuerySpecError
 from spark_plugin.rotary import __main__ as cli
-from spark_plugin.rotary.criteria import CriterionError
+from spark_plugin.shared.criteria import CriterionError
 from spark_plugin.rotary.spec import TABLES
 
 PROJECT = Path(__file__).resolve().parents[2]

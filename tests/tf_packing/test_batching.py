@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from tf_packing import batching
-from tf_packing.batching import BatchPlanner, steps_per_epoch
+from tf_packing.repack import batching
+from tf_packing.repack.batching import BatchPlanner, steps_per_epoch
 
 
 def plan_all(n, members, **kw):

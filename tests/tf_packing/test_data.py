@@ -7,7 +7,7 @@ import pickle
 import numpy as np
 import pytest
 
-from tf_packing.data import load_cifar10, load_digits, load_mnist, make_classification
+from tf_packing.repack.data import load_cifar10, load_digits, load_mnist, make_classification
 
 
 def test_digits_split_and_scale():

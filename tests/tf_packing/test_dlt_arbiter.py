@@ -140,7 +140,7 @@ def test_a_bad_job_is_refused_where_it_is_made_naming_the_job(tf_det, kw, messag
 
 
 def test_a_criterion_text_that_does_not_parse_names_the_job(tf_det):
-    from spark_plugin.rotary.criteria import CriterionError
+    from spark_plugin.shared.criteria import CriterionError
     from tf_packing.dlt import DltJob
 
     with pytest.raises(CriterionError, match=r"^DltJob 'a': 'RUN 3' is not a completion criterion\. Write one of"):

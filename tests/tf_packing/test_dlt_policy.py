@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from spark_plugin.rotary import criteria as crit
+from spark_plugin.shared import criteria as crit
 from tf_packing.dlt import (DltView, History, HistoryError, JobRecord, MemoryEstimator, choose, epoch_seconds,
                             epochs_to_reach, order, progress)
 

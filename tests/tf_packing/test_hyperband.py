@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from spark_plugin.errors import UsageError
-from tf_packing import hyperband
-from tf_packing.hyperband import (TABLE_2_3, HyperbandOracle, bracket_rungs, bracket_size, max_bracket,
+from tf_packing.tuner import hyperband
+from tf_packing.tuner.hyperband import (TABLE_2_3, HyperbandOracle, bracket_rungs, bracket_size, max_bracket,
                                   rung_epochs, search_space_size)
 
 
@@ -129,8 +129,8 @@ def test_doctests():
 
 
 def test_policy_modules_import_no_tensorflow():
-    code = ("import sys, tf_packing, tf_packing.batching, tf_packing.hyperband, tf_packing.packing_policy, "
-            "tf_packing.memory, tf_packing.early_kill; print(sorted(m for m in ('tensorflow', 'keras') "
+    code = ("import sys, tf_packing, tf_packing.repack.batching, tf_packing.tuner.hyperband, tf_packing.tuner.packing_policy, "
+            "tf_packing.repack.memory, tf_packing.tuner.early_kill; print(sorted(m for m in ('tensorflow', 'keras') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

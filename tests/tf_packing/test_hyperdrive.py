@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tf_packing import HyperDrive, KillRule
-from tf_packing.hyperdrive import outlook, predict, promising_slots
+from tf_packing.tuner.hyperdrive import outlook, predict, promising_slots
 
 
 def saturating(n, top=0.95, rate=0.35, noise=0.01, seed=0):

@@ -8,8 +8,8 @@ import random
 import pytest
 
 from tf_packing import HyperbandOracle, HyperParameters, Objective, index_distance
-from tf_packing.hyperband import TABLE_2_3, search_space_size
-from tf_packing.objective import objective_of
+from tf_packing.tuner.hyperband import TABLE_2_3, search_space_size
+from tf_packing.tuner.objective import objective_of
 
 
 def space():

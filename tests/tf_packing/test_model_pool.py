@@ -31,7 +31,7 @@ def mlp(lr=1e-3, *, units=16, activation="relu", optimizer="adam", dropout=False
 def test_models_differing_in_learning_rate_and_layer_names_share_an_architecture(tf_det):
     import keras
 
-    from tf_packing.model_pool import architecture_key
+    from tf_packing.tuner.model_pool import architecture_key
 
     key = architecture_key(mlp(1e-3))
     assert architecture_key(mlp(0.05, seed=3)) == key  # new layer names (dense_2, ...), another rate and seed
@@ -49,13 +49,13 @@ def test_models_differing_in_learning_rate_and_layer_names_share_an_architecture
                                     dict(optimizer="momentum"), dict(dropout=True), dict(loss="mse"),
                                     dict(metrics=())])
 def test_anything_a_trace_bakes_in_makes_another_architecture(tf_det, change):
-    from tf_packing.model_pool import architecture_key
+    from tf_packing.tuner.model_pool import architecture_key
 
     assert architecture_key(mlp(**change)) != architecture_key(mlp())
 
 
 def test_the_device_is_part_of_the_architecture(tf_det):
-    from tf_packing.model_pool import architecture_key
+    from tf_packing.tuner.model_pool import architecture_key
 
     assert architecture_key(mlp(), "/CPU:0") != architecture_key(mlp())
 
@@ -63,7 +63,7 @@ def test_the_device_is_part_of_the_architecture(tf_det):
 def test_models_holding_the_users_own_code_are_not_pooled(tf_det):
     import keras
 
-    from tf_packing.model_pool import NotPoolable, architecture_key
+    from tf_packing.tuner.model_pool import NotPoolable, architecture_key
 
     class Scale(keras.layers.Layer):
         def call(self, x):
@@ -92,7 +92,7 @@ def test_state_a_configuration_does_not_hold_keeps_a_model_out_of_the_pool(tf_de
     """An adapted Normalization keeps its mean outside its weights and its config: reusing it would be wrong."""
     import keras
 
-    from tf_packing.model_pool import NotPoolable, _check_keras_only, architecture_key
+    from tf_packing.tuner.model_pool import NotPoolable, _check_keras_only, architecture_key
 
     norm = keras.layers.Normalization()
     norm.adapt(digits[0])
@@ -107,7 +107,7 @@ def test_state_a_configuration_does_not_hold_keeps_a_model_out_of_the_pool(tf_de
 def test_names_the_logs_carry_stay_in_the_architecture(tf_det):
     import keras
 
-    from tf_packing.model_pool import architecture_key
+    from tf_packing.tuner.model_pool import architecture_key
 
     def with_metric(name):
         model = mlp()
@@ -130,7 +130,7 @@ def test_names_the_logs_carry_stay_in_the_architecture(tf_det):
 def test_compiling_again_traces_the_training_step_again(tf_det, digits):
     import keras
 
-    from tf_packing.step import member_step
+    from tf_packing.repack.step import member_step
 
     model = mlp()
     first = member_step(model)
@@ -144,7 +144,7 @@ def test_compiling_again_traces_the_training_step_again(tf_det, digits):
 
 def _fit(model, x, y, xv, yv, pool=None):
     from tf_packing import PackedModel
-    from tf_packing.packed import Member
+    from tf_packing.repack.packed import Member
 
     pack = PackedModel([Member("m", model, 32, 2)], pool=pool)
     history = pack.fit(x, y, validation_data=(xv, yv), seed=1, verbose=0)["m"].history
@@ -159,7 +159,7 @@ def test_a_kept_model_trains_a_new_trial_exactly_as_its_fresh_model_would(tf_det
     moving statistics and Dropout's generator all come from the fresh model."""
     import keras
 
-    from tf_packing.model_pool import ModelPool
+    from tf_packing.tuner.model_pool import ModelPool
 
     x, y, xv, yv = digits
     build = lambda lr, seed: mlp(lr, optimizer=optimizer, seed=seed, **{layer: True})  # noqa: E731
@@ -182,7 +182,7 @@ def test_a_kept_model_trains_a_new_trial_exactly_as_its_fresh_model_would(tf_det
 
 
 def test_a_later_pack_of_the_same_models_reuses_the_packed_step(tf_det, digits):
-    from tf_packing.model_pool import ModelPool
+    from tf_packing.tuner.model_pool import ModelPool
 
     x, y, xv, yv = digits
     pool = ModelPool(4)
@@ -197,7 +197,7 @@ def test_a_later_pack_of_the_same_models_reuses_the_packed_step(tf_det, digits):
 
 
 def test_the_pool_keeps_no_more_than_it_may(tf_det):
-    from tf_packing.model_pool import ModelPool
+    from tf_packing.tuner.model_pool import ModelPool
 
     pool = ModelPool(3)
     models = [pool.acquire(mlp(seed=i)) for i in range(3)]
@@ -213,7 +213,7 @@ def test_the_pool_keeps_no_more_than_it_may(tf_det):
 
 def test_a_search_reusing_models_finds_the_same_trials_and_scores(tf_det, digits):
     from tf_packing import Tuner
-    from tf_packing.model_pool import models_kept
+    from tf_packing.tuner.model_pool import models_kept
 
     x, y, xv, yv = digits
     counted, peak = counting_builds(small_classifier)
@@ -241,7 +241,7 @@ def test_evaluate_equals_keras_evaluate(tf_det, digits):
     """Float64 inputs, sample weights, a short last batch, two inputs: the same numbers as ``model.evaluate``."""
     import keras
 
-    from tf_packing.evaluation import evaluate
+    from tf_packing.repack.evaluation import evaluate
 
     x, y, xv, yv = digits
     model = mlp()
@@ -261,7 +261,7 @@ def test_evaluate_equals_keras_evaluate(tf_det, digits):
 
 @pytest.mark.parametrize("reuse_models, kept", [(True, 32), (False, 0), (5, 5), (0, 0)])
 def test_reuse_models_sets_how_many_models_a_process_keeps(reuse_models, kept):
-    from tf_packing.tuner import _kept_models
+    from tf_packing.tuner.tuner import _kept_models
 
     assert _kept_models(reuse_models, 8, None) == kept
     assert _kept_models(reuse_models, 8, 2**30) == 0  # a memory capacity counts a pack's models only
@@ -269,7 +269,7 @@ def test_reuse_models_sets_how_many_models_a_process_keeps(reuse_models, kept):
 
 @pytest.mark.parametrize("bad", [-1, 2.5, "yes"])
 def test_a_bad_reuse_models_says_what_it_takes(bad):
-    from tf_packing.tuner import _kept_models
+    from tf_packing.tuner.tuner import _kept_models
 
     for capacity in (None, 2**30):  # refused with a memory capacity too, where none is kept anyway
         with pytest.raises(ValueError, match=r"reuse_models must be True, False or a number of models >= 0"):

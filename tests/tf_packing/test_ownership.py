@@ -12,10 +12,10 @@ import pytest
 
 from spark_plugin.errors import NotOursError
 from spark_plugin.ownership import MARKER
-from tf_packing.checkpoint import MemberCheckpoint, read, save
-from tf_packing.project import Project
-from tf_packing.rung_progress import RungProgress
-from tf_packing.spark_packs import SparkPacks
+from tf_packing.repack.checkpoint import MemberCheckpoint, read, save
+from tf_packing.tuner.project import Project
+from tf_packing.tuner.rung_progress import RungProgress
+from tf_packing.tuner.spark_packs import SparkPacks
 
 SETTINGS = {"max_epochs": 3, "factor": 3, "objective": "val_accuracy", "seed": 0}
 THESIS = b"chapter 1\n"

@@ -376,6 +376,6 @@ def test_errors_say_what_to_fix(toy_data):
 def test_pack_docstring_example(tf_det):
     import doctest
 
-    import tf_packing.packed
+    import tf_packing.repack.packed
 
-    assert doctest.testmod(tf_packing.packed).failed == 0
+    assert doctest.testmod(tf_packing.repack.packed).failed == 0

@@ -7,13 +7,14 @@ import doctest
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from tf_packing import early_kill, memory, packing_policy
-from tf_packing.early_kill import KillRule
-from tf_packing.memory import estimate_bytes, pack_bytes
-from tf_packing.packing_policy import (batch_size_pack, check_partition, index_distance, knn_pack, pack_opt,
+from tf_packing.repack import memory
+from tf_packing.tuner import early_kill, packing_policy
+from tf_packing.tuner.early_kill import KillRule
+from tf_packing.repack.memory import estimate_bytes, pack_bytes
+from tf_packing.tuner.packing_policy import (batch_size_pack, check_partition, index_distance, knn_pack, pack_opt,
                                        random_pack, split_group)
 
-from tf_packing.hyperband import TABLE_2_3
+from tf_packing.tuner.hyperband import TABLE_2_3
 
 
 def cfg(bs, opt, lr, act):

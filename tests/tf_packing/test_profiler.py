@@ -8,7 +8,7 @@ from .conftest import make_mlp
 
 
 def test_impv_formula(tf_det):
-    from tf_packing.profiler import PackProfile, impv
+    from tf_packing.repack.profiler import PackProfile, impv
 
     assert impv(10.0, 6.0) == pytest.approx(0.4)
     assert impv(10.0, 11.0) == pytest.approx(-0.1)  # the thesis's range for two models: -10% ... +40%
@@ -18,7 +18,7 @@ def test_impv_formula(tf_det):
 
 
 def test_profile_and_switching_overhead_on_cpu(tf_det, toy_data):
-    from tf_packing.profiler import profile, switching_overhead
+    from tf_packing.repack.profiler import profile, switching_overhead
 
     x, y = toy_data
     prof = profile(lambda i: make_mlp(i), 2, x, y, batch_sizes=[32, 32], steps=3, repeats=2)

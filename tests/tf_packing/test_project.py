@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from tf_packing import HyperParameters
-from tf_packing.project import Project, build_fn_identity
+from tf_packing.tuner.project import Project, build_fn_identity
 
 SETTINGS = {"max_epochs": 3, "factor": 3, "objective": "val_accuracy", "seed": 0}
 
@@ -88,7 +88,7 @@ def test_a_folder_written_before_identities_were_recorded_resumes_with_a_warning
     del record["identity"]
     (tmp_path / "p" / "tuner.json").write_text(json.dumps(record))
     project = Project(tmp_path, "p", SETTINGS, identity=identity(fn=build_other))
-    with caplog.at_level(logging.WARNING, logger="tf_packing.project"):
+    with caplog.at_level(logging.WARNING, logger="tf_packing.tuner.project"):
         assert project.load() is not None
     assert "records no build_fn or search space" in caplog.text
     project.save({"oracle": {}}, {})  # the next save records them: from then on they are checked

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from tf_packing import KillRule, Objective, Trial
-from tf_packing.scorekeeper import Scorekeeper, TargetReached
+from tf_packing.tuner.scorekeeper import Scorekeeper, TargetReached
 
 ACCURACY = Objective("val_accuracy", "max")
 

@@ -174,7 +174,7 @@ def test_a_directory_that_is_a_file_is_refused_before_any_model_is_built(tf_det,
 def test_keep_best_epoch_ranks_each_trial_by_its_best_epoch_in_the_rung_and_keeps_that_state(tf_det, digits):
     """Keras Tuner's scoring: every epoch scored, the rung's best epoch ranks the trial and is the state it keeps."""
     from tf_packing import Tuner
-    from tf_packing.checkpoint import load
+    from tf_packing.repack.checkpoint import load
 
     x, y, xv, yv = digits
     space = {"batch_size": [32], "learning_rate": [0.3, 1.0, 3.0], "optimizer": ["sgd", "adam"]}  # some diverge

@@ -37,7 +37,7 @@ def kill_its_executor_once(marker):
 
     class KillItsExecutorOnce(keras.callbacks.Callback):
         def on_epoch_end(self, epoch, logs=None):
-            from tf_packing.spark_packs import executor_process
+            from tf_packing.tuner.spark_packs import executor_process
 
             executor = executor_process()
             if executor is None or os.path.exists(marker):

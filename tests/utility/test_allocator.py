@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from spark_plugin.rotary import policies
 from spark_plugin.rotary.policies import JobView
-from spark_plugin.utility import Claim, allocate, by_priority
+from spark_plugin.shared.utility import Claim, allocate, by_priority
 
 
 def increasing(marginals, *, concave: bool):

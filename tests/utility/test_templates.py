@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from spark_plugin.utility import TEMPLATES, DemandCorrection, Utility, predicted_lag
+from spark_plugin.shared.utility import TEMPLATES, DemandCorrection, Utility, predicted_lag
 
 
 def test_quality_above_the_floor_earns_and_lag_past_the_limit_costs():

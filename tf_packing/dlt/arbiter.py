@@ -6,7 +6,7 @@ policy for an order (:mod:`.policies`) and trains the chosen jobs for one epoch:
 with ``pack=True``, as one pack (:func:`tf_packing.pack`), which the thesis could not do. Jobs it does not
 choose are checkpointed off the device (:func:`tf_packing.free`: weights and optimizer state) and
 resumed exactly where they stopped (:func:`tf_packing.load`). After each epoch the job's validation
-accuracy decides its criterion (:mod:`spark_plugin.rotary.criteria`; elapsed time counts from arrival, so
+accuracy decides its criterion (:mod:`spark_plugin.shared.criteria`; elapsed time counts from arrival, so
 waiting counts too); a job whose budget runs out while it waits leaves unattained. Finished jobs go to the
 history repository (:class:`.history.History`), which the estimators of later, similar jobs read.
 
@@ -23,11 +23,9 @@ from dataclasses import dataclass, field
 
 from spark_plugin.arguments import number, whole_number
 from spark_plugin.errors import UsageError
-from spark_plugin.rotary import criteria as crit
+from spark_plugin.shared import criteria as crit
 
-from ..batching import batch_size_of
-from ..checkpoint import free, load
-from ..memory import model_bytes
+from ..repack import batch_size_of, free, load, model_bytes
 from . import policies
 from .estimators import MemoryEstimator, epoch_seconds
 from .history import History, JobRecord
@@ -49,11 +47,11 @@ class DltJob:
         without one is refused when the job arrives, before it trains.
     criterion : str or Criterion
         ``UNTIL ACC >= 0.9 WITHIN 60 SECONDS``, ``UNTIL CONVERGE(ACC, 0.005) WITHIN 30 EPOCHS``,
-        ``RUN FOR 10 EPOCHS`` (:func:`spark_plugin.rotary.criteria.parse`).
+        ``RUN FOR 10 EPOCHS`` (:func:`spark_plugin.shared.criteria.parse`).
 
     Every argument is checked here, each refused in one line naming the job
     (:class:`~spark_plugin.errors.UsageError`; a malformed criterion text
-    :class:`~spark_plugin.rotary.criteria.CriterionError`).
+    :class:`~spark_plugin.shared.criteria.CriterionError`).
     kind : str, optional
         What makes jobs similar for the history (same architecture family, same data). Default: ``name``.
     batch_size : int, default=32
@@ -130,7 +128,7 @@ class DltArbiter:
     pack : bool, default=False
         Train the chosen jobs of a round as one pack (at most ``max_pack``).
     max_pack : int, default=4
-        The most jobs of a pack, 1 to :data:`tf_packing.packing_policy.MAX_PACK`.
+        The most jobs of a pack, 1 to :data:`tf_packing.repack.MAX_PACK`.
     history : History, optional
         Past jobs for the estimators; finished jobs are added to it.
     clock, sleep : callables
@@ -329,7 +327,7 @@ class _PackedDevice(_Device):
             a.checkpoint = self.pack.free(a.job.name)
 
     def train(self, chosen: list[_Active]) -> float:
-        from ..packed import PackedModel
+        from ..repack import PackedModel
 
         arbiter, started = self.arbiter, self.arbiter.clock()
         if self.pack is None:

@@ -1,8 +1,8 @@
 """Rotary-DLT's three estimators (thesis 3.3.2): epochs to a job's goal, its memory, its epoch time.
 
 * :func:`epochs_to_reach`: the training-epoch estimator. With three or more epochs of its own, the job's
-  live accuracy curve is fitted (both curve families of :mod:`spark_plugin.curves`, through HyperDrive's
-  :func:`tf_packing.hyperdrive.predict`, averaged) and read forward; before that, similar past jobs say
+  live accuracy curve is fitted (both curve families of :mod:`spark_plugin.shared.curves`, through HyperDrive's
+  :func:`spark_plugin.shared.curves.predict`, averaged) and read forward; before that, similar past jobs say
   how many epochs they took to reach the same accuracy (their median). ``None``: nothing to tell from.
 * :class:`MemoryEstimator`: the batch-size-memory line of similar past jobs (least squares, one point:
   proportional), padded by a margin, so that a job chosen to train is not the one that runs out; without
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..hyperdrive import predict
+from spark_plugin.shared.curves import predict
 from .history import JobRecord
 
 #: Epochs ahead the live curve is read; a goal further away counts as out of reach for now.

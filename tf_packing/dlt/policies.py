@@ -2,7 +2,7 @@
 
 A policy orders the active jobs (:class:`DltView`); :func:`choose` then takes them in that order while
 the device's memory holds them: one job per epoch, or with packing as many as fit (at most ``max_pack``),
-which then train as one pack. The order becomes utilities (:func:`spark_plugin.utility.by_priority`) and
+which then train as one pack. The order becomes utilities (:func:`spark_plugin.shared.utility.by_priority`) and
 the shared allocator makes the choice, the same allocator SLAQ's and Rotary-AQP's arbiters use.
 
 * ``rotary-dlt`` (Algorithm 5): while any job's progress is below the threshold ``T``, lowest progress
@@ -27,10 +27,10 @@ import math
 from dataclasses import dataclass
 
 from spark_plugin.arguments import number, whole_number
-from spark_plugin.rotary.criteria import Criterion
-from spark_plugin.utility import Claim, allocate, by_priority
+from spark_plugin.shared.criteria import Criterion
+from spark_plugin.shared.utility import Claim, allocate, by_priority
 
-from ..packing_policy import MAX_PACK
+from ..repack import MAX_PACK
 
 
 def threshold_of(value, *, what: str) -> float:

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from spark_plugin.rotary import criteria as crit
+from spark_plugin.shared import criteria as crit
 
-from ..hyperdrive import predict
+from spark_plugin.shared.curves import predict
 from .estimators import HORIZON, epochs_to_reach
 from .history import JobRecord
 

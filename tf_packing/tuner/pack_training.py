@@ -3,7 +3,7 @@
 :class:`PackTraining` holds everything about training a group except the data and
 the trials' state: the user's ``build_fn``, the search space, seeds, batch sizes,
 callbacks and how often trials are scored. It is plain, picklable data, so the
-Spark runner (:mod:`tf_packing.spark_packs`) ships it to executors and they train
+Spark runner (:mod:`tf_packing.tuner.spark_packs`) ships it to executors and they train
 exactly as the tuner would in its own process: same models from the same seeds,
 same data order, same scoring points.
 """
@@ -21,8 +21,7 @@ import tensorflow as tf
 
 from .hyperparameters import HyperParameters
 from .model_pool import models_kept
-from .packed import Member, PackedModel
-from .checkpoint import free
+from ..repack import Member, PackedModel, free
 from .packing_policy import split_group
 from .rung_progress import RungProgress
 from .scorekeeper import Scorekeeper
@@ -147,7 +146,7 @@ class PackTraining:
         """Train ``trials`` to ``epochs`` as one pack; on running out of memory, split it and retry each half.
 
         Returns the trials' new checkpoints by trial id and how many times a group was split.
-        Raises :class:`~tf_packing.scorekeeper.TargetReached` when a trial reaches the target.
+        Raises :class:`~tf_packing.tuner.scorekeeper.TargetReached` when a trial reaches the target.
         """
         try:
             return self._fit(trials, epochs, checkpoints, data, validation, keeper, device), 0

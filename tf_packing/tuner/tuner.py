@@ -7,10 +7,10 @@ validation_data=..., callbacks=...)`` trains, and ``results_summary()``,
 ``get_best_hyperparameters()`` and ``get_best_models()`` read the outcome. A
 ``directory`` makes the search resumable, as in Keras Tuner.
 
-Underneath, :class:`Tuner` asks :class:`~tf_packing.hyperband.HyperbandOracle`
+Underneath, :class:`Tuner` asks :class:`~tf_packing.tuner.hyperband.HyperbandOracle`
 for the next rung, splits its trials into memory-feasible groups with
-:func:`~tf_packing.packing_policy.pack_opt`, trains every group as one
-:class:`~tf_packing.packed.PackedModel` from the trials' checkpoints, and reports
+:func:`~tf_packing.tuner.packing_policy.pack_opt`, trains every group as one
+:class:`~tf_packing.repack.packed.PackedModel` from the trials' checkpoints, and reports
 each member's score back. The oracle decides; this module only translates.
 
 A pack's models are built only when that pack runs and dropped when it ends
@@ -19,8 +19,8 @@ models alive at once. When a group runs out of device memory
 (``tf.errors.ResourceExhaustedError``) it is split in two and each half is
 retried from the rung's checkpoints.
 
-Early termination (``early_kill``): a :class:`~tf_packing.early_kill.KillRule`
-(fixed threshold) or :class:`~tf_packing.hyperdrive.HyperDrive` (predicted
+Early termination (``early_kill``): a :class:`~tf_packing.tuner.early_kill.KillRule`
+(fixed threshold) or :class:`~tf_packing.tuner.hyperdrive.HyperDrive` (predicted
 curve); a killed trial leaves its pack at once and is never promoted. With
 HyperDrive, each rung trains the packs holding promising trials first.
 """
@@ -40,16 +40,15 @@ from tqdm.auto import tqdm
 from spark_plugin.arguments import number, whole_number
 from spark_plugin.errors import UsageError
 
-from .batching import batch_size_of
+from ..repack import MAX_PACK, batch_size_of, model_bytes
 from .early_kill import KillRule
 from .hyperband import HyperbandOracle, bracket_rungs, check_budget, max_bracket
 from .hyperdrive import HyperDrive
 from .hyperparameters import HyperParameters
-from .memory import model_bytes
 from .model_pool import models_kept
 from .objective import objective_of
 from .pack_training import PackTraining
-from .packing_policy import MAX_PACK, STRATEGIES, pack_opt
+from .packing_policy import STRATEGIES, pack_opt
 from .project import Project, build_fn_identity, project_folder
 from .rung_progress import RungProgress
 from .scorekeeper import Scorekeeper, TargetReached
@@ -122,7 +121,7 @@ class Tuner:
     reuse_models : bool or int, default=True
         Keep built models between packs and train a later trial of the same
         architecture on one of them, loaded with the state the trial's own model
-        has, so its traced steps are reused (:mod:`tf_packing.model_pool`).
+        has, so its traced steps are reused (:mod:`tf_packing.tuner.model_pool`).
         Results are the same either way. True keeps up to ``4 * max_group``
         models alive in each process (a pack's included), an int that many.
         Off under a ``memory_capacity``, whose estimates count a pack's models
@@ -611,7 +610,7 @@ class Tuner:
 
     def get_best_models(self, num_models: int = 1) -> list:
         """The best ``num_models`` trials' models, with their trained weights and optimizer state."""
-        from .checkpoint import load
+        from ..repack import load
 
         ranked = [t for t in self._ranked() if t.trial_id in self._ckpts][:num_models]
         if not ranked:

@@ -3,7 +3,7 @@
 Arrays (NumPy, or lists/dicts of them for models with several inputs) stay on
 the host; each step gathers the rows of its shared batch, so the data need not
 fit on the device and members can take different batch sizes (pad/slice,
-:mod:`tf_packing.batching`). A ``tf.data.Dataset`` or any re-iterable of
+:mod:`tf_packing.repack.batching`). A ``tf.data.Dataset`` or any re-iterable of
 ``(x, y)`` / ``(x, y, sample_weight)`` batches is read batch by batch, and, as
 with ``model.fit(dataset)``, every member trains on every batch: the dataset
 decides the batch size.

@@ -1,7 +1,7 @@
 """Learning curves: weighted fits of two curve families, shared by SLAQ and HyperDrive.
 
 SLAQ's loss predictor (:mod:`spark_plugin.slaq.predictor`, spec 3.4) fits a job's loss curve to
-predict the next epoch's loss reduction; HyperDrive's terminator (:mod:`tf_packing.hyperdrive`)
+predict the next epoch's loss reduction; HyperDrive's terminator (:mod:`tf_packing.tuner.hyperdrive`)
 fits a trial's validation curve (accuracy negated, so that it falls like a loss) to predict where it
 ends and how sure that is. Both read the same :class:`CurveFit`: its value at any ``k`` and, from
 the fit's parameter covariance and residual variance, the standard deviation of a future
@@ -36,6 +36,8 @@ from scipy.optimize import OptimizeWarning, curve_fit
 SUBLINEAR = "sublinear"
 EXPONENTIAL = "exponential"
 
+#: Weight of the score ``j`` epochs before the latest in :func:`predict`: recent epochs count more.
+DECAY = 0.9
 _R_GRID = np.logspace(-4, 1.5, 48)  # r = -ln(mu): mu from 0.9999 down to about 2e-14
 _D_GRID = np.logspace(-1.5, 2.5, 24)  # asymptote below the last loss, in units of x_last * last drop
 
@@ -214,3 +216,24 @@ def _sub_guess(x, y, w) -> np.ndarray:
     err = (w * (pred - y) ** 2).sum(1)
     i = int(np.argmin(err))
     return np.array([*coef[i], ds[i]])
+
+
+def predict(curve, epochs_ahead: int, *, mode: str = "max") -> list:
+    """Each curve family's mean and standard deviation of the score at the next ``epochs_ahead`` epochs.
+
+    Both families are fitted to the scores (negated when higher is better), recent epochs weighted
+    more. Returns ``[(mean, std), ...]``, one pair per family that could be fitted; a family's
+    standard deviation is ``inf`` when the curve has too few epochs for its parameters.
+    """
+    scores = np.asarray(curve, dtype=float)
+    n = len(scores)
+    if n < 2 or epochs_ahead < 1 or not np.all(np.isfinite(scores)):
+        return []
+    sign = -1.0 if mode == "max" else 1.0
+    losses = sign * scores
+    k = np.arange(1, n + 1, dtype=float)
+    weights = DECAY ** (n - k)
+    scale = max(float(np.ptp(losses)), 1e-9)
+    ahead = np.arange(n + 1, n + epochs_ahead + 1, dtype=float)
+    fits = (fit_family(family, k, losses, weights, scale) for family in (SUBLINEAR, EXPONENTIAL))
+    return [(sign * np.asarray(f(ahead), dtype=float), np.asarray(f.std(ahead), dtype=float)) for f in fits if f]

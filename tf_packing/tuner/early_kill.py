@@ -54,7 +54,7 @@ class KillRule:
     def should_kill(self, curve, *, epochs_left=None, best=None) -> bool:
         """Whether a trial with per-epoch scores ``curve`` should stop now.
 
-        ``epochs_left`` and ``best`` (what :class:`~tf_packing.hyperdrive.HyperDrive` weighs) are
+        ``epochs_left`` and ``best`` (what :class:`~tf_packing.tuner.hyperdrive.HyperDrive` weighs) are
         accepted and ignored: a fixed threshold needs neither.
         """
         curve = list(curve)

@@ -13,7 +13,7 @@ Each member's ``train_step`` is traced into a ``tf.function`` of its own, kept
 on the model (:func:`member_step`); the packed step calls those. So a pack of
 models that trained before, in other packs, traces nothing of theirs again: only
 the packed step's few ops around the calls (0.3 s for six digits members,
-against 1.4 s for tracing them whole); :mod:`tf_packing.model_pool` makes that
+against 1.4 s for tracing them whole); :mod:`tf_packing.tuner.model_pool` makes that
 the common case in a search. TensorFlow inlines the calls, so the ops still run
 side by side.
 

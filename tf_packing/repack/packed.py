@@ -3,12 +3,12 @@
 ``pack([model_a, model_b])`` returns a :class:`PackedModel`. Each step reads one
 shared batch (gathered once on the host, preprocessed once on the device), and
 one ``tf.function`` runs every member's own ``model.train_step`` on the rows
-that member owns (:mod:`tf_packing.step`). So each member trains exactly as
+that member owns (:mod:`tf_packing.repack.step`). So each member trains exactly as
 ``model.fit`` would train it alone: same batches, loss, metrics, callbacks,
-validation and ``History`` (:mod:`tf_packing.member_run`), only side by side.
+validation and ``History`` (:mod:`tf_packing.repack.member_run`), only side by side.
 
 Members may differ in batch size (pad/slice over array data,
-:mod:`tf_packing.batching`) and in epochs; members that finish stay in the pack
+:mod:`tf_packing.repack.batching`) and in epochs; members that finish stay in the pack
 (``evaluate`` and ``predict`` cover them) unless queued models take their place
 (thesis L375-L379), in which case they are freed to host checkpoints.
 """
@@ -83,7 +83,7 @@ class PackedModel:
         TensorFlow device for the step and the members' optimizer state.
     pool : ModelPool, optional
         Keeps the packed steps over its models for later packs of the same models
-        (:mod:`tf_packing.model_pool`); without one, a step lives as long as the pack.
+        (:mod:`tf_packing.tuner.model_pool`); without one, a step lives as long as the pack.
 
     Attributes
     ----------
@@ -196,7 +196,7 @@ class PackedModel:
             Over arrays, members take ``model.fit``'s consecutive batches of the
             epoch order; True shares rows between members of different batch
             sizes instead (Repack's pad/slice, smaller shared batches, other
-            batch compositions; see :mod:`tf_packing.batching`).
+            batch compositions; see :mod:`tf_packing.repack.batching`).
         record : bool, default=False
             Keep each member's row indices in ``planner_.history_`` (arrays).
         max_steps : int, optional

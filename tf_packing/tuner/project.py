@@ -6,7 +6,7 @@ and ``checkpoints/trial_<id>.npz`` (the weights and optimizer state of every
 trial that may still train or be returned). Both are written at every rung end,
 each file atomically, so a search stopped at any point resumes from the last
 finished rung; inside the rung under way, each trial resumes from the last epoch
-it finished (``partial/``, see :mod:`tf_packing.rung_progress`).
+it finished (``partial/``, see :mod:`tf_packing.tuner.rung_progress`).
 
 A project written under other settings (another ``max_epochs``, ``factor``,
 objective or seed), by another ``build_fn`` or over another search space is not
@@ -42,7 +42,7 @@ from pathlib import Path
 from spark_plugin.errors import NotOursError, UsageError
 from spark_plugin.ownership import MARKER, FolderKind
 
-from .checkpoint import read, save
+from ..repack import read_checkpoint as read, save_checkpoint as save
 
 __all__ = ["PROJECT", "Project", "build_fn_identity", "project_folder"]
 

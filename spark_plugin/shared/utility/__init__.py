@@ -17,7 +17,7 @@ None of these import Spark. SLAQ's Objectives A and B are max-sum and max-min ov
 curves (:mod:`spark_plugin.slaq.allocator`); Rotary's policies are orders of jobs, which
 :func:`by_priority` turns into utilities (:mod:`spark_plugin.rotary.policies`)::
 
-    from spark_plugin.utility import Claim, allocate
+    from spark_plugin.shared.utility import Claim, allocate
     allocate([Claim("etl", [0, 5, 9, 12]), Claim("report", [0, 4, 5, 5])], capacity=4)   # {'etl': 3, 'report': 1}
 """
 

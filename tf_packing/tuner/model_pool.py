@@ -8,9 +8,9 @@ learning rate is an optimizer variable, the rows a step takes are an argument).
 So a trial need not have a new model: the pool hands it a model it already
 built for an earlier trial of the same architecture, loaded with exactly the
 state the trial's own fresh model has (weights, optimizer variables, random
-generator states; :mod:`tf_packing.checkpoint`). That model's traced training
-step (:mod:`tf_packing.step`), its traced evaluation
-(:mod:`tf_packing.evaluation`) and the packed steps that hold it are reused,
+generator states; :mod:`tf_packing.repack.checkpoint`). That model's traced training
+step (:mod:`tf_packing.repack.step`), its traced evaluation
+(:mod:`tf_packing.repack.evaluation`) and the packed steps that hold it are reused,
 and the trial trains exactly as it would on its fresh model.
 
 Two models share an architecture when everything a trace bakes in is equal:
@@ -29,7 +29,7 @@ import json
 import logging
 from collections import OrderedDict
 
-from .checkpoint import build_optimizer, free, load
+from ..repack import build_optimizer, free, load
 
 __all__ = ["ModelPool", "architecture_key", "models_kept"]
 

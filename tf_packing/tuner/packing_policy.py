@@ -28,9 +28,6 @@ __all__ = ["STRATEGIES", "batch_size_pack", "check_partition", "index_distance",
 log = logging.getLogger(__name__)
 
 STRATEGIES = ("knn", "random", "batch_size", "none")
-#: The most members of one pack, wherever a user sets a pack's size (the tuner's ``max_group`` and
-#: ``group_size``, Rotary-DLT's ``max_pack``): the pack's traced step grows with each member.
-MAX_PACK = 64
 
 
 def index_distance(a: dict, b: dict, space) -> float:
@@ -38,7 +35,7 @@ def index_distance(a: dict, b: dict, space) -> float:
 
     Numeric hyper-parameters (batch size, learning rate) count the difference of
     their positions in the ordered value list (a continuous range counts as a
-    grid of :data:`~tf_packing.hyperparameters.GRID` steps); categorical ones
+    grid of :data:`~tf_packing.tuner.hyperparameters.GRID` steps); categorical ones
     (optimizer, activation), and a parameter active in one configuration only,
     count 1 when they differ. The thesis calls the sum "Euclid"; it is an L1
     distance over indices (L552-L554). ``space`` is a HyperParameters or a dict

@@ -37,13 +37,16 @@ from spark_plugin.arguments import whole_number
 
 #: The largest batch size a user sets (a tuner's default, a Rotary-DLT job's): a batch's memory grows with it.
 MAX_BATCH_SIZE = 65_536
+#: The most members of one pack, wherever a user sets a pack's size (the tuner's ``max_group`` and
+#: ``group_size``, Rotary-DLT's ``max_pack``): the pack's traced step grows with each member.
+MAX_PACK = 64
 
 
 def batch_size_of(value, *, what: str) -> int:
     """A batch size as ``what`` gives it, once it is a whole number in [1, :data:`MAX_BATCH_SIZE`]."""
     return whole_number(value, what=what, low=1, high=MAX_BATCH_SIZE, fix="Pass e.g. 32.")
 
-__all__ = ["BatchPlanner", "StepPlan", "Take", "steps_per_epoch"]
+__all__ = ["MAX_BATCH_SIZE", "MAX_PACK", "BatchPlanner", "StepPlan", "Take", "batch_size_of", "steps_per_epoch"]
 
 
 def steps_per_epoch(n_examples: int, batch_size: int) -> int:

@@ -35,7 +35,7 @@ from pyspark import cloudpickle
 
 from spark_plugin.ownership import FolderKind
 
-from .checkpoint import read, save
+from ..repack import read_checkpoint as read, save_checkpoint as save
 from .scorekeeper import Scorekeeper, TargetReached
 
 __all__ = ["EXECUTORS", "PackOrder", "PackOutcome", "SparkPacks"]

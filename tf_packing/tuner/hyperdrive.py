@@ -15,7 +15,7 @@ The confidence follows Eq. 7.1-7.3: ``P(y(m) >= target)`` for each epoch ``m``
 still to come, a PMF from its differences, ``p`` their sum and the expected
 remaining time ``ERT = sum m p_m`` epochs. HyperDrive fits Domhan's 11 curve
 families by MCMC, which takes minutes per curve; this module fits the two
-families SLAQ's loss predictor uses (:mod:`spark_plugin.curves`, the shared
+families SLAQ's loss predictor uses (:mod:`spark_plugin.shared.curves`, the shared
 curve module) to the negated score by weighted least squares, and reads
 ``P(y(m) >= target)`` from a normal distribution with the fit's delta-method
 standard deviation (the spec's "residual-variance estimate"): a few
@@ -34,15 +34,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from spark_plugin.curves import EXPONENTIAL, SUBLINEAR, fit_family
+from spark_plugin.shared.curves import predict
 
 from .early_kill import KillRule, check_boundary_and_mode
 
-__all__ = ["HyperDrive", "Outlook", "predict", "promising_slots"]
-
-#: Weight of the score ``j`` epochs before the latest: recent epochs count more in the fit.
-DECAY = 0.9
-
+__all__ = ["HyperDrive", "Outlook", "promising_slots"]
 
 @dataclass(frozen=True)
 class Outlook:
@@ -65,27 +61,6 @@ class Outlook:
     cdf: np.ndarray
     confidence: float
     ert: float
-
-
-def predict(curve, epochs_ahead: int, *, mode: str = "max") -> list:
-    """Each curve family's mean and standard deviation of the score at the next ``epochs_ahead`` epochs.
-
-    Both families are fitted to the scores (negated when higher is better), recent epochs weighted
-    more. Returns ``[(mean, std), ...]``, one pair per family that could be fitted; a family's
-    standard deviation is ``inf`` when the curve has too few epochs for its parameters.
-    """
-    scores = np.asarray(curve, dtype=float)
-    n = len(scores)
-    if n < 2 or epochs_ahead < 1 or not np.all(np.isfinite(scores)):
-        return []
-    sign = -1.0 if mode == "max" else 1.0
-    losses = sign * scores
-    k = np.arange(1, n + 1, dtype=float)
-    weights = DECAY ** (n - k)
-    scale = max(float(np.ptp(losses)), 1e-9)
-    ahead = np.arange(n + 1, n + epochs_ahead + 1, dtype=float)
-    fits = (fit_family(family, k, losses, weights, scale) for family in (SUBLINEAR, EXPONENTIAL))
-    return [(sign * np.asarray(f(ahead), dtype=float), np.asarray(f.std(ahead), dtype=float)) for f in fits if f]
 
 
 def outlook(curve, target: float, epochs_left: int, *, mode: str = "max", noise: float = 0.0) -> Outlook | None:

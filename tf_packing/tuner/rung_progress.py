@@ -27,7 +27,7 @@ from pathlib import Path
 
 from spark_plugin.ownership import FolderKind
 
-from .checkpoint import MemberCheckpoint, read, save
+from ..repack import MemberCheckpoint, read_checkpoint as read, save_checkpoint as save
 
 __all__ = ["PARTIAL", "Progress", "RungProgress"]
 

@@ -128,7 +128,7 @@ class HyperbandOracle:
     Parameters
     ----------
     search_space : HyperParameters or dict of str to list, optional
-        The space (:class:`~tf_packing.hyperparameters.HyperParameters`), or
+        The space (:class:`~tf_packing.tuner.hyperparameters.HyperParameters`), or
         each hyper-parameter's values in order (numeric lists ascending, as in
         thesis Table 2.3), whose cross product is the space. Leave it out for an
         oracle passed to a :class:`~tf_packing.Tuner` (``oracle=``), which gives
