@@ -85,7 +85,7 @@ setup(
     include_package_data=False,
     setup_requires=[PYSPARK],
     install_requires=[PYSPARK, "py4j", "pyarrow>=14", "pandas>=2.2", "numpy", "scikit-learn>=1.4", "scipy",
-                      "tqdm", "rich"],
+                      "tqdm", "rich", "jsonschema>=4.18"],
     extras_require={"tf": TF, "bench": BENCH, "peers": PEERS, "all": TF + BENCH + PEERS,
                     "test": TF_TESTS + BENCH + ["pytest>=8", "pytest-spark>=0.6", "pytest-xdist>=3.5",
                                                 "pytest-timeout>=2.3", "hypothesis"]},

@@ -19,20 +19,22 @@ character up to a space), digits are ASCII only, and integers, sizes and duratio
 Java ``long``, because the JVM parses the same strings with those rules.
 
 A ``file`` key names a file on the driver. Besides its value, :meth:`KeyTable.validate` checks the
-file itself (it exists, is readable and, for a ``.json`` file, matches the key's schema; see
-:mod:`spark_plugin.file_schema`), unless the application's driver runs elsewhere
-(``spark.submit.deployMode=cluster``); the driver plugin checks it again at start-up.
+file itself (:meth:`Key.file_problem`: it exists, is readable and, for a ``.json`` file, passes the check of
+the system that owns the key), unless the application's driver runs elsewhere
+(``spark.submit.deployMode=cluster``); the driver plugin checks it again at start-up, in the same words.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
+import stat
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Mapping
 
-from .errors import ConfigError
-from .file_schema import file_problem, printable
+from .errors import ConfigError, printable
 
 #: Prefix of the local properties that override a per-job key for one job (``spark.`` dropped):
 #: Spark SQL copies the session configuration into every query's local properties, so the key's
@@ -98,9 +100,11 @@ class Key:
         without ``spark.``), its argument name in the per-job helpers, e.g. ``fan_in``.
     since : str, default="0.1.0"
         Package version that introduced the key.
-    schema : str or None, default=None
-        For a ``file`` key: the schema (a resource under ``spark_plugin/jvm/resources``,
-        packed into the jar) that a file whose name ends in ``.json`` must match.
+    check : str or None, default=None
+        For a ``file`` key: ``module:function`` that takes the parsed document of a file whose name ends in
+        ``.json`` and returns what is wrong with it (the rest of the message after the file's name) or
+        ``None``. Named as data, so the core imports no system; the system registers the same check with
+        the JVM (``dev.sparkrm.conf.JsonFileCheck``).
     fix_text : str or None, default=None
         The fix to print instead of the generated one (:meth:`fix`).
     """
@@ -117,7 +121,7 @@ class Key:
     example: str | None = None
     job_setting: str | None = None
     since: str = "0.1.0"
-    schema: str | None = None
+    check: str | None = None
     fix_text: str | None = None
 
     def __post_init__(self):
@@ -159,6 +163,39 @@ class Key:
         """The message reported for an unacceptable value ``raw``."""
         return f"{self.name} must be {self.expected()}. Got '{printable(str(raw))}'. {self.fix()}"
 
+    def file_problem(self, value: str) -> str | None:
+        """The one-line message when ``value`` of this ``file`` key does not name a usable file, else ``None``.
+
+        The file must exist and be readable; a ``.json`` one, when the key has a :attr:`check`, must also be
+        JSON that passes it. ``SparkrmConf.fileProblem`` checks the same at plugin start-up, in the same words.
+        """
+        where, fix, path = f"{self.name}={printable(value)}", self.fix(), Path(value)
+        try:
+            mode = path.stat().st_mode
+        except (OSError, ValueError):  # missing, a missing or non-folder parent, a NUL in the name
+            return f"{where}: no such file. {fix}"
+        if stat.S_ISDIR(mode):
+            return f"{where} is a directory, not a file. {fix}"
+        if not stat.S_ISREG(mode):
+            return f"{where} is not a regular file. {fix}"
+        checked = self.check is not None and value.endswith(".json")
+        try:
+            with path.open("rb") as f:
+                data = f.read() if checked else b""
+        except PermissionError:
+            return f"{where} cannot be read (permission denied). {fix}"
+        except OSError as e:
+            return f"{where} cannot be read ({printable(e.strerror or str(e))}). {fix}"
+        if not checked:
+            return None
+        try:
+            document = json.loads(data.decode("utf-8-sig"), parse_constant=_refuse_constant)
+        except (ValueError, RecursionError) as e:  # JSONDecodeError, UnicodeDecodeError, too long an integer
+            return f"{where} cannot be read as JSON ({printable(str(e) or type(e).__name__)}). {fix}"
+        module, _, function = self.check.partition(":")
+        problem = getattr(importlib.import_module(module), function)(document)
+        return None if problem is None else f"{where} {problem}. {fix}"
+
     def parse(self, raw: str):
         """Parse and range-check a configuration string.
 
@@ -183,6 +220,10 @@ class Key:
         if self.high is not None and (value > self.high or (self.high_open and value == self.high)):
             return False
         return True
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")  # json.loads would read NaN and Infinity; Jackson refuses them
 
 
 def java_trim(text: str) -> str:
@@ -361,8 +402,8 @@ class KeyTable:
         conf : mapping of str to str
             Spark configuration; keys outside :data:`NAMESPACES` are ignored.
         files : bool, default=True
-            Also check the file each ``file`` key names (exists, readable, matches the
-            key's schema), as the driver plugin does at start-up. Skipped when
+            Also check the file each ``file`` key names (:meth:`Key.file_problem`), as the
+            driver plugin does at start-up. Skipped when
             ``spark.submit.deployMode`` is ``cluster``: that driver runs on another machine.
 
         Returns
@@ -392,7 +433,7 @@ class KeyTable:
         problems += [v for rule in self.rules if (v := rule.violation(conf, defaults)) is not None]
         if files and java_trim(conf.get("spark.submit.deployMode", "client")).lower() != "cluster":
             problems += [p for key in self if key.kind == "file" and values.get(key.name) is not None
-                         and (p := file_problem(key.name, values[key.name], schema=key.schema, fix=key.fix()))]
+                         and (p := key.file_problem(values[key.name]))]
         if problems:
             raise ConfigError("\n".join(problems))
         return values
@@ -403,7 +444,6 @@ class KeyTable:
             "name": k.name, "kind": k.kind, "default": k.default,
             "low": k.low, "high": k.high, "lowOpen": k.low_open, "highOpen": k.high_open,
             "options": list(k.options), "expected": k.expected(), "fix": k.fix(), "perJob": bool(k.job_setting),
-            "schema": k.schema,
         } for k in self], "rules": [{
             "when": r.when, "whenValue": r.when_value, "key": r.key, "unset": r.unset,
             "must": r.must, "mustNot": r.must_not, "why": r.why,

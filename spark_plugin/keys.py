@@ -114,9 +114,9 @@ KEYS = KeyTable([
         "(joblib) is exported and installed by Wrangler's Python side (`spark_plugin.session` or "
         "`wrangler.start`). Unset: Python trains online from this application's telemetry once the warm-up "
         "window has passed and installs that model. The file is checked before the "
-        "application starts: a `.json` model field by field against "
-        "`spark_plugin/jvm/resources/dev/sparkrm/wrangler/model.schema.json`.",
-        example="/tmp/wrangler.json", schema="dev/sparkrm/wrangler/model.schema.json",
+        "application starts: a `.json` model field by field against the JSON Schema "
+        "`spark_plugin/wrangler/jvm/resources/dev/sparkrm/wrangler/model.schema.json`.",
+        example="/tmp/wrangler.json", check="spark_plugin.wrangler.model_file:model_problem",
         fix_text="Write it with `python -m spark_plugin.wrangler train <telemetry.jsonl> --out <model>.json` "
                  "(or `export <model.joblib> --out <model>.json`), or remove the key."),
     Key("spark.wrangler.confidence", "double", "0.7",

@@ -9,6 +9,8 @@ missing counters 0), each per-node SVM (weights, intercept, sigmoid calibrators 
 the mean of ``1 / (1 + exp(a * score + b))``), and the multi-task model with its node and workload blocks
 already multiplied by their square-root factors, so its weights for a node and workload are the sum of
 the three. NaN (a counter never seen in training) is written as ``null``.
+
+The file's schema and its check are :mod:`.model_file`.
 """
 
 from __future__ import annotations
@@ -20,11 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from .model import Abstaining
-
-#: The ``format`` tag of a model (``spark_plugin/jvm/resources/dev/sparkrm/wrangler/model.schema.json``, the
-#: schema Python and the JVM check every model against before it is used).
-FORMAT = "sparkrm-wrangler-model"
-
+from .model_file import FORMAT
 
 def _vector(values) -> list:
     return [None if math.isnan(v) else float(v) for v in np.asarray(values, dtype=float).ravel()]

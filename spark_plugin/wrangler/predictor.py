@@ -28,7 +28,8 @@ from ..arguments import by_key
 from ..errors import SparkrmError
 from ..ownership import FileKind
 from .dataset import Dataset
-from .export import FORMAT, write_json
+from .export import write_json
+from .model_file import FORMAT
 from .model import Abstaining, CalibratedSVM
 from .multitask import MultiTaskSVM
 

@@ -1,15 +1,22 @@
 package dev.sparkrm.conf;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.Files;
+import java.nio.file.InvalidPathException;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.ServiceLoader;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.regex.Pattern;
@@ -25,12 +32,14 @@ import scala.Tuple2;
  * jar build writes from the Python key table ({@code spark_plugin/keys.py}), so Python and the
  * JVM accept exactly the same values and report them with the same words. Sizes and durations use
  * Spark's own parsers. A key of kind {@code file} names a file on the driver: {@link #validateOnDriver}
- * also checks that file ({@link FileSchema}); executors, where the file need not exist, do not.
+ * also checks that file ({@link #fileProblem}); executors, where the file need not exist, do not.
  */
 public final class SparkrmConf {
   private static final String RESOURCE = "/dev/sparkrm/keys.json";
   private static final Pattern INT = Pattern.compile("[+-]?\\d+");
   private static final Pattern DOUBLE = Pattern.compile("[+-]?(\\d+(\\.\\d*)?|\\.\\d+)([eE][+-]?\\d+)?");
+  private static final ObjectMapper JSON = new ObjectMapper()
+      .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS); // as Python's json.loads
 
   private final Map<String, Object> values;
   private final Set<String> given;
@@ -77,15 +86,68 @@ public final class SparkrmConf {
   }
 
   /**
-   * The one-line message when {@code value} of the {@code file} key {@code key} does not name a usable
-   * file (see {@link FileSchema#fileProblem}), else {@code null}.
+   * The one-line message when {@code value} of the {@code file} key {@code key} does not name a usable file,
+   * else {@code null}: it must exist and be readable and, when its name ends in {@code .json} and a
+   * {@link JsonFileCheck} is registered for the key, be JSON that passes that check. Python's
+   * {@code Key.file_problem} checks the same in the same words; every message is one line naming the key,
+   * the file, the problem and the fix.
    */
   public static String fileProblem(String key, String value) {
     JsonNode spec = KeyTable.load().keys.get(key);
     if (spec == null || !"file".equals(spec.get("kind").asText())) {
       throw new IllegalArgumentException(key + " is not a file key of the sparkrm key table");
     }
-    return FileSchema.fileProblem(key, value, textOrNull(spec.get("schema")), spec.get("fix").asText());
+    String where = key + "=" + printable(value);
+    String fix = spec.get("fix").asText();
+    Path path;
+    try {
+      path = Path.of(value);
+    } catch (InvalidPathException e) {
+      return where + ": no such file. " + fix;
+    }
+    if (!Files.exists(path)) return where + ": no such file. " + fix;
+    if (Files.isDirectory(path)) return where + " is a directory, not a file. " + fix;
+    if (!Files.isRegularFile(path)) return where + " is not a regular file. " + fix;
+    JsonFileCheck check = value.endsWith(".json") ? FileChecks.BY_KEY.get(key) : null;
+    byte[] data;
+    try {
+      if (check == null) {
+        Files.newInputStream(path).close();
+        return null;
+      }
+      data = Files.readAllBytes(path);
+    } catch (AccessDeniedException e) {
+      return where + " cannot be read (permission denied). " + fix;
+    } catch (IOException e) {
+      return where + " cannot be read (" + printable(String.valueOf(e.getMessage())) + "). " + fix;
+    }
+    JsonNode document;
+    try {
+      document = JSON.readTree(data);
+    } catch (JsonProcessingException e) {
+      return where + " cannot be read as JSON (" + printable(e.getOriginalMessage()) + "). " + fix;
+    } catch (IOException e) {
+      return where + " cannot be read as JSON (" + printable(String.valueOf(e.getMessage())) + "). " + fix;
+    }
+    if (document == null || document.isMissingNode()) {
+      return where + " cannot be read as JSON (the file is empty). " + fix;
+    }
+    String problem = check.problem(document);
+    return problem == null ? null : where + " " + problem + ". " + fix;
+  }
+
+  /** {@code text} with every control or line-breaking character as {@code \\uXXXX}, so a message stays one line. */
+  public static String printable(String text) {
+    StringBuilder out = new StringBuilder(text.length());
+    for (int i = 0; i < text.length(); i++) {
+      char c = text.charAt(i);
+      if (c < 0x20 || c == 0x7f || c == 0x85 || c == 0x2028 || c == 0x2029) {
+        out.append(String.format("\\u%04x", (int) c));
+      } else {
+        out.append(c);
+      }
+    }
+    return out.toString();
   }
 
   /**
@@ -114,7 +176,7 @@ public final class SparkrmConf {
       if (raw == null) continue;
       Object value = parse(key, raw.trim());
       if (value == null || !inRange(key, value)) {
-        problems.add(name + " must be " + key.get("expected").asText() + ". Got '" + FileSchema.printable(raw) + "'. "
+        problems.add(name + " must be " + key.get("expected").asText() + ". Got '" + printable(raw) + "'. "
             + key.get("fix").asText());
       } else {
         values.put(name, value);
@@ -127,8 +189,7 @@ public final class SparkrmConf {
     for (JsonNode key : files ? table.keys.values() : List.<JsonNode>of()) {
       String name = key.get("name").asText();
       if (!"file".equals(key.get("kind").asText()) || !values.containsKey(name)) continue;
-      String problem = FileSchema.fileProblem(name, (String) values.get(name), textOrNull(key.get("schema")),
-          key.get("fix").asText());
+      String problem = fileProblem(name, (String) values.get(name));
       if (problem != null) problems.add(problem);
     }
     if (!problems.isEmpty()) throw new SparkrmConfigException(String.join("\n", problems));
@@ -222,10 +283,10 @@ public final class SparkrmConf {
     String lower = actual.toLowerCase(Locale.ROOT); // not equalsIgnoreCase: Python compares lower-cased strings
     if (must != null && !lower.equals(must.toLowerCase(Locale.ROOT))) {
       return when + "=" + whenValue + " needs " + key + "=" + must + ", but " + key + " is '"
-          + FileSchema.printable(actual) + "'. " + why;
+          + printable(actual) + "'. " + why;
     }
     if (mustNot != null && lower.equals(mustNot.toLowerCase(Locale.ROOT))) {
-      return when + "=" + whenValue + " cannot run with " + key + "=" + FileSchema.printable(actual) + ". " + why;
+      return when + "=" + whenValue + " cannot run with " + key + "=" + printable(actual) + ". " + why;
     }
     return null;
   }
@@ -243,6 +304,15 @@ public final class SparkrmConf {
 
   private static String textOrNull(JsonNode node) {
     return node == null || node.isNull() ? null : node.asText();
+  }
+
+  /** The registered {@link JsonFileCheck}s by key, found on first use (only a driver checks files). */
+  private static final class FileChecks {
+    static final Map<String, JsonFileCheck> BY_KEY = new HashMap<>();
+
+    static {
+      ServiceLoader.load(JsonFileCheck.class, SparkrmConf.class.getClassLoader()).forEach(c -> BY_KEY.put(c.key(), c));
+    }
   }
 
   /** The key table resource, parsed once per JVM. */
@@ -285,7 +355,7 @@ public final class SparkrmConf {
     String unknownKeyError(String name) {
       String best = nearest(name);
       String hint = best != null ? " Did you mean " + best + "?" : "";
-      return FileSchema.printable(name) + " is not a sparkrm configuration key." + hint
+      return printable(name) + " is not a sparkrm configuration key." + hint
           + " Remove it, or see docs/configuration.md.";
     }
 
@@ -313,8 +383,8 @@ public final class SparkrmConf {
         if (d > 0 && d <= 2) {
           String best = nearest("spark." + segment + "." + parts[2]);
           if (best != null) {
-            return FileSchema.printable(name) + " is not a sparkrm configuration key (spark."
-                + FileSchema.printable(parts[1]) + " is not a sparkrm "
+            return printable(name) + " is not a sparkrm configuration key (spark."
+                + printable(parts[1]) + " is not a sparkrm "
                 + "namespace). Did you mean " + best + "? Fix the name, or remove it.";
           }
         }

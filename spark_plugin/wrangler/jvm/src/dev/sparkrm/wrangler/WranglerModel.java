@@ -1,14 +1,12 @@
 package dev.sparkrm.wrangler;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sparkrm.conf.SparkrmConf;
 import dev.sparkrm.conf.SparkrmConfigException;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
-import java.util.Iterator;
 import java.util.Map;
 
 /**
@@ -51,27 +49,22 @@ public final class WranglerModel {
   private final Map<String, double[]> sharedWorkloads;
   private final Map<String, Linear> nodes;
 
-  private WranglerModel(JsonNode root) {
-    JsonNode f = root.path("features");
-    features = new String[f.size()];
-    for (int i = 0; i < features.length; i++) features[i] = f.get(i).asText();
-    scale = vector(root.path("scaler").path("scale"));
-    offset = vector(root.path("scaler").path("offset"));
-    JsonNode s = root.path("shared");
-    shared = linear(s);
-    sharedNodes = vectors(s.path("nodes"));
-    sharedWorkloads = vectors(s.path("workloads"));
+  private WranglerModel(ModelFile.Model m) {
+    features = m.features();
+    scale = vector(m.scaler().scale());
+    offset = vector(m.scaler().offset());
+    ModelFile.Shared s = m.shared();
+    shared = linear(new ModelFile.Linear(s.weights(), s.intercept(), s.sigmoids()));
+    sharedNodes = vectors(s.nodes());
+    sharedWorkloads = vectors(s.workloads());
     nodes = new HashMap<>();
-    for (Iterator<Map.Entry<String, JsonNode>> it = root.path("nodes").fields(); it.hasNext(); ) {
-      Map.Entry<String, JsonNode> e = it.next();
-      nodes.put(e.getKey(), linear(e.getValue()));
-    }
+    m.nodes().forEach((node, model) -> nodes.put(node, linear(model)));
   }
 
   /**
-   * Reads a model file after checking it completely against {@code dev/sparkrm/wrangler/model.schema.json}
-   * (the schema Python checks {@code spark.wrangler.model.path} against before a JVM starts): every field
-   * present, of its type, and every vector with one entry per feature, so {@link #predict} cannot fail.
+   * Reads a model file after checking it completely ({@link ModelFile}, the check Python makes of
+   * {@code spark.wrangler.model.path} before a JVM starts): every field present, of its type, and every
+   * vector with one entry per feature, so {@link #predict} cannot fail.
    *
    * @throws SparkrmConfigException one line naming the file, the field and how to write a valid one
    */
@@ -79,8 +72,8 @@ public final class WranglerModel {
     String problem = SparkrmConf.fileProblem(KEY, path);
     if (problem != null) throw new SparkrmConfigException(problem);
     try {
-      return new WranglerModel(new ObjectMapper().readTree(Files.readAllBytes(Path.of(path))));
-    } catch (IOException e) { // it was read a moment ago
+      return new WranglerModel(ModelFile.read(Files.readAllBytes(Path.of(path))));
+    } catch (IOException e) { // it was read and checked a moment ago
       throw new SparkrmConfigException(KEY + "=" + path + " cannot be read (" + e.getMessage() + ").");
     }
   }
@@ -118,26 +111,22 @@ public final class WranglerModel {
     return predict(raw, node, workload);
   }
 
-  private static Linear linear(JsonNode n) {
-    JsonNode s = n.path("sigmoids");
-    double[][] sigmoids = new double[s.size()][];
-    for (int i = 0; i < sigmoids.length; i++) sigmoids[i] = vector(s.get(i));
-    return new Linear(vector(n.path("weights")), n.path("intercept").asDouble(), sigmoids);
+  private static Linear linear(ModelFile.Linear l) {
+    double[][] sigmoids = new double[l.sigmoids().length][];
+    for (int i = 0; i < sigmoids.length; i++) sigmoids[i] = vector(l.sigmoids()[i]);
+    return new Linear(vector(l.weights()), l.intercept(), sigmoids);
   }
 
-  private static Map<String, double[]> vectors(JsonNode n) {
+  private static Map<String, double[]> vectors(Map<String, Double[]> blocks) {
     Map<String, double[]> out = new HashMap<>();
-    for (Iterator<Map.Entry<String, JsonNode>> it = n.fields(); it.hasNext(); ) {
-      Map.Entry<String, JsonNode> e = it.next();
-      out.put(e.getKey(), vector(e.getValue()));
-    }
+    blocks.forEach((name, weights) -> out.put(name, vector(weights)));
     return out;
   }
 
-  /** A JSON array of numbers; {@code null} entries (NaN in Python) stay NaN. */
-  private static double[] vector(JsonNode n) {
-    double[] v = new double[n.size()];
-    for (int i = 0; i < v.length; i++) v[i] = n.get(i).isNumber() ? n.get(i).asDouble() : Double.NaN;
+  /** {@code null} entries (NaN in Python) become NaN. */
+  private static double[] vector(Double[] boxed) {
+    double[] v = new double[boxed.length];
+    for (int i = 0; i < v.length; i++) v[i] = boxed[i] == null ? Double.NaN : boxed[i];
     return v;
   }
 }
