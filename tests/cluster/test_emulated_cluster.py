@@ -44,7 +44,25 @@ def _bridge_exists() -> bool:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory, vanilla_results):
+def names_from_hosts_file(tmp_path_factory):
+    """Every JVM started meanwhile resolves names from a copy of ``/etc/hosts`` only, never asking DNS.
+
+    A Spark JVM looks its own address's name up as it starts (``Utils.localCanonicalHostName``). In a host's
+    network namespace the machine's DNS server lies beyond the bridge, which forwards nothing, so each worker and
+    executor waited out the resolver's timeouts (10 s) before getting the address back as its name: 20 of the
+    30 s the cluster took to come up. A name the hosts file lacks now fails at once, with the same outcome.
+    """
+    hosts = tmp_path_factory.mktemp("names") / "hosts"
+    hosts.write_text(Path("/etc/hosts").read_text() if Path("/etc/hosts").exists() else "127.0.0.1 localhost\n")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("JAVA_TOOL_OPTIONS",
+                 f"{os.environ.get('JAVA_TOOL_OPTIONS', '')} -Djdk.net.hosts.file={hosts}".strip())
+    yield
+    patch.undo()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory, vanilla_results, names_from_hosts_file):
     """The module's cluster, brought up once the vanilla oracle (a Spark application of its own, which later tests
     compare with) is computed, rather than idling meanwhile, its executors heart-beating and sampling on the
     same CPUs."""
@@ -188,14 +206,24 @@ def test_wrangler_reads_each_hosts_own_container_counters(spark, tm, cluster):
     with Hog("cpu", 3, busy["cgroups"].values(), directory=busy["local_dir"]):
         time.sleep(4)
     end_ms = time.time() * 1000
-    time.sleep(1.5)  # the next samples cover the hog's end
+
+    def samples_past_the_end():
+        """The node samples, once every executor of both hosts has sent one from after the hog's end: then all of
+        the window's are in."""
+        n = tm.records()["node"].to_pandas()
+        n = n.assign(host=n["executorId"].map(host_of))
+        latest = n.groupby("executorId")["time"].max()
+        ours = [e for e, h in host_of.items() if h in (busy["address"], quiet["address"])]
+        return [n] if all(latest.get(e, 0) > end_ms for e in ours) else None
+
+    nodes = eventually(samples_past_the_end, timeout=60)[0]  # not a fixed 1.5 s sleep
 
     def during(host):
-        n = tm.records()["node"].to_pandas()
-        n = n[n["executorId"].map(host_of) == host["address"]]
+        n = nodes[nodes["host"] == host["address"]]
         return n[(n["time"] >= start_ms + 1000) & (n["time"] <= end_ms)]
 
-    hot = eventually(lambda: [d] if len(d := during(busy)) >= 2 else None)[0]
+    hot = during(busy)
+    assert len(hot) >= 2, hot
     cold = during(quiet)
     # the hog shares the busy host's group: its executors read the group's CPU use, the quiet host's do not
     # (throttling shows too on an idle machine, but not where other work keeps the hog under its quota).

@@ -26,10 +26,10 @@ def vanilla_results(tmp_path_factory, worker_id):
 
     Under pytest-xdist the workers share one computation: the first computes it into the run's temporary
     folder, which all workers share, while the others wait on a lock (a second Spark application on two
-    cores would only slow the first)."""
-    if worker_id == "master":
-        return _vanilla_results(tmp_path_factory.mktemp("vanilla") / "results.pkl")
-    shared = tmp_path_factory.getbasetemp().parent  # this run's folder, above every worker's own
+    cores would only slow the first). Without xdist the file is kept in the run's folder too: ``tests/cluster``
+    uses this fixture through a conftest of its own, which pytest sets up as a second session fixture."""
+    # This run's folder: above every xdist worker's own, or the only one.
+    shared = tmp_path_factory.getbasetemp() if worker_id == "master" else tmp_path_factory.getbasetemp().parent
     with open(shared / "vanilla-results.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         return _vanilla_results(shared / "vanilla-results.pkl")

@@ -1,7 +1,9 @@
 """``python -m benchmarks.riffle``: a tiny synthetic sweep end to end, and its input checks.
 
 The numbers it records are judged in benchmarks/results; here only that the run is real and
-consistent: merging cuts the reads per reducer exactly as the request model predicts.
+consistent: merging cuts the reads per reducer exactly as the request model predicts. Each command runs once,
+its application on one executor: what they measure does not depend on how many (a host's executors merge
+together), and each further executor JVM cost seconds.
 """
 
 import json
@@ -19,7 +21,7 @@ def _riffle_bench(*args):
 
 
 def test_synthetic_sweep_writes_reports_whose_reads_match_the_model(tmp_path):
-    run = _riffle_bench("synthetic", "--maps", "8", "--reducers", "4", "--block-kb", "8",
+    run = _riffle_bench("synthetic", "--maps", "8", "--reducers", "4", "--block-kb", "8", "--executors", "1",
                         "--fan-ins", "4", "--block-targets", "32", "--repeat", "1", "--out", str(tmp_path))
     assert run.returncode == 0, run.stderr[-3000:]
     [result] = tmp_path.glob("*.synthetic.json")
@@ -54,7 +56,7 @@ def test_driver_scale_pushes_the_same_merges_with_a_fraction_of_polling_requests
 
 
 def test_whole_job_runs_both_modes_under_the_cap_or_says_why_not(tmp_path):
-    run = _riffle_bench("whole-job", "--maps", "8", "--reducers", "4", "--block-kb", "8", "--executors", "2",
+    run = _riffle_bench("whole-job", "--maps", "8", "--reducers", "4", "--block-kb", "8", "--executors", "1",
                         "--iops", "2000", "--drop-interval-ms", "100", "--policies", "fanin,blocksize",
                         "--target-block-kb", "16", "--repeat", "2", "--out", str(tmp_path))
     assert run.returncode == 0, run.stderr[-3000:]
@@ -78,7 +80,7 @@ def test_whole_job_runs_both_modes_under_the_cap_or_says_why_not(tmp_path):
 
 def test_skew_join_splits_read_fewer_blocks_with_partial_merges_or_says_why_not(tmp_path):
     run = _riffle_bench("skew-join", "--maps", "24", "--rows", "60000", "--reducers", "8", "--advisory-kb", "1200",
-                        "--executors", "2", "--fan-in", "4", "--iops", "2000", "--drop-interval-ms", "100",
+                        "--executors", "1", "--fan-in", "4", "--iops", "2000", "--drop-interval-ms", "100",
                         "--repeat", "1", "--out", str(tmp_path))
     assert run.returncode == 0, run.stderr[-3000:]
     if "skew-join benchmark skipped:" in run.stderr:  # not root, or no blkio: nothing written

@@ -7,14 +7,14 @@ computed again on the next read and merged anew, and the merges of the old outpu
 import pytest
 
 from tests.helpers import eventually, executor_ids
-from tests.shuffle_merge.elastic import RIFFLE_CONF, read_twice
+from tests.shuffle_merge.elastic import PROMPT_REMOVAL, RIFFLE_CONF, read_twice
 
 pytestmark = pytest.mark.spark
 
 SPARK_SESSION = dict(
     master="local-cluster[2,1,1024]",
     features=["telemetry", "riffle"],
-    conf={**RIFFLE_CONF, "spark.dynamicAllocation.enabled": "true",
+    conf={**RIFFLE_CONF, **PROMPT_REMOVAL, "spark.dynamicAllocation.enabled": "true",
           "spark.dynamicAllocation.shuffleTracking.enabled": "true",
           "spark.dynamicAllocation.shuffleTracking.timeout": "3s", "spark.dynamicAllocation.executorIdleTimeout": "1s",
           "spark.dynamicAllocation.initialExecutors": "2", "spark.dynamicAllocation.minExecutors": "0",

@@ -2,14 +2,15 @@
 
 The merger's memory budget is tight here: one merge's buffers fill it, and each merge holds them
 a while (an injected 2 s delay, far longer than the ~350 ms between two merges' issue times, even
-on a busy machine), so merges must queue for memory; reducers wait for all of them (the wait limits are far above
-what the queued merges take: a map stage of a few hundred ms with a 10x ratio once cut them off).
+on a busy machine), so merges must queue for memory; reducers wait for all of them (the wait limits are far
+above what the queued merges take: a map stage of a few hundred ms with a 10x ratio once cut them off).
 """
 
 import pyarrow.compute as pc
 import pytest
 
 import spark_plugin
+from shuffle_merge import job_settings
 from tests.shuffle_merge.faults import run_and_check
 
 pytestmark = pytest.mark.spark
@@ -24,6 +25,11 @@ SPARK_SESSION = dict(master="local[2]", features=["telemetry", "riffle"],
                            "spark.riffle.test.mergeDelay": "2s"})
 
 
+#: Per workload, its job settings here. The DataFrame's twelve outputs go into one merge: each merge holds the
+#: memory budget through its injected delay, so four would queue for 8 s; the queueing is checked on the RDD's.
+JOB_SETTINGS = {"df_repartition": {"fan_in": 12}}
+
+
 @pytest.fixture(scope="module")
 def workload_records(spark, vanilla_results):
     """The telemetry records of a workload, run once (checked against vanilla Spark, nothing retried) for every
@@ -32,7 +38,8 @@ def workload_records(spark, vanilla_results):
 
     def run(name):
         if name not in runs:
-            runs[name] = run_and_check(spark, spark_plugin.telemetry(spark), vanilla_results, name)
+            with job_settings(spark, **JOB_SETTINGS.get(name, {})):
+                runs[name] = run_and_check(spark, spark_plugin.telemetry(spark), vanilla_results, name)
         return runs[name]
 
     return run

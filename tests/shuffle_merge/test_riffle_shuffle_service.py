@@ -12,12 +12,12 @@ from spark_plugin.standalone import free_port
 from tests.helpers import eventually, executor_ids
 from tests.conftest import ini_spark_options
 from tests.shuffle_merge.conftest import shuffle_files
-from tests.shuffle_merge.elastic import RIFFLE_CONF, exact, merged_shuffle, read_twice
+from tests.shuffle_merge.elastic import PROMPT_REMOVAL, RIFFLE_CONF, exact, merged_shuffle, read_twice
 
 pytestmark = pytest.mark.spark
 
 FEATURES = ["telemetry", "riffle"]
-CONF = {**RIFFLE_CONF, "spark.executor.cores": "1", "spark.executor.memory": "640m",
+CONF = {**RIFFLE_CONF, **PROMPT_REMOVAL, "spark.executor.cores": "1", "spark.executor.memory": "640m",
         "spark.shuffle.service.enabled": "true", "spark.shuffle.service.removeShuffle": "true",
         "spark.dynamicAllocation.enabled": "true", "spark.dynamicAllocation.executorIdleTimeout": "1s",
         "spark.dynamicAllocation.initialExecutors": "2", "spark.dynamicAllocation.minExecutors": "0",

@@ -6,7 +6,10 @@ repartition. Values avoid floating-point sums, whose last bits depend on the ord
 Every map stage has 12 partitions, so several map outputs pile up on each executor.
 
 ``python -m tests.shuffle_merge.workloads OUT`` runs them all on plain Spark (no plugin) and
-pickles the results to OUT: the oracle the Riffle tests compare with.
+pickles the results to OUT: the oracle the Riffle tests compare with. The oracle runs them on
+:data:`ORACLE_MAPS` map partitions: being sorted, ordered by Spark's operator or hash-partitioned
+by key, no result depends on how the input is split, and vanilla Spark has no merging to exercise
+(each Python task costs it a tenth of a second or more here).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import sys
 from operator import add
 
 MAPS = 12
+ORACLE_MAPS = 2
 WORKLOADS = {}
 
 
@@ -35,70 +39,71 @@ def _pairs(n, keys):
 
 
 @workload
-def rdd_reduce_by_key(spark):
-    rdd = spark.sparkContext.parallelize(_pairs(40_000, 997), MAPS)
+def rdd_reduce_by_key(spark, maps=MAPS):
+    rdd = spark.sparkContext.parallelize(_pairs(40_000, 997), maps)
     return sorted(rdd.reduceByKey(add, 5).collect())
 
 
 @workload
-def rdd_group_by_key(spark):
-    rdd = spark.sparkContext.parallelize(_pairs(20_000, 301), MAPS)
+def rdd_group_by_key(spark, maps=MAPS):
+    rdd = spark.sparkContext.parallelize(_pairs(20_000, 301), maps)
     return sorted((k, sorted(v)) for k, v in rdd.groupByKey(4).collect())
 
 
 @workload
-def rdd_sort_by_key(spark):
+def rdd_sort_by_key(spark, maps=MAPS):
     keys = [(i * 104_729) % 50_021 for i in range(50_021)]  # a permutation: unique keys
-    rdd = spark.sparkContext.parallelize([(k, str(k)) for k in keys], MAPS)
+    rdd = spark.sparkContext.parallelize([(k, str(k)) for k in keys], maps)
     return rdd.sortByKey(ascending=False, numPartitions=4).collect()
 
 
 @workload
-def rdd_join(spark):
+def rdd_join(spark, maps=MAPS):
     sc = spark.sparkContext
-    left = sc.parallelize([(i % 500, i) for i in range(12_000)], MAPS)
-    right = sc.parallelize([(i % 700, -i) for i in range(3_000)], MAPS)
+    # PySpark joins by shuffling both sides in one map stage (a union, then groupByKey): half of the 12 each.
+    left = sc.parallelize([(i % 500, i) for i in range(12_000)], max(1, maps // 2))
+    right = sc.parallelize([(i % 700, -i) for i in range(3_000)], max(1, maps // 2))
     return sorted(left.join(right, 6).collect())
 
 
-def _frame(spark, rows=60_000):
+def _frame(spark, rows=60_000, maps=MAPS):
     from pyspark.sql import functions as F
 
-    return (spark.range(0, rows, 1, numPartitions=MAPS)
+    return (spark.range(0, rows, 1, numPartitions=maps)
             .withColumn("k", F.when(F.col("id") % 10 == 0, F.lit(None)).otherwise((F.col("id") * 31) % 211))
             .withColumn("tag", F.concat(F.lit("t"), (F.col("id") % 13).cast("string")))
             .withColumn("amount", (F.col("id") % 1000).cast("decimal(12,2)")))
 
 
 @workload
-def df_group_by(spark):
+def df_group_by(spark, maps=MAPS):
     from pyspark.sql import functions as F
 
-    return _sorted_rows(_frame(spark).groupBy("k", "tag")
+    return _sorted_rows(_frame(spark, maps=maps).groupBy("k", "tag")
                         .agg(F.sum("amount").alias("s"), F.count("*").alias("n"), F.max("id").alias("m")).collect())
 
 
 @workload
-def df_join(spark):
+def df_join(spark, maps=MAPS):
     from pyspark.sql import functions as F
 
-    left = _frame(spark).select("id", "k", "amount")
+    left = _frame(spark, maps=maps).select("id", "k", "amount")
     # One deterministic row per key (dropDuplicates would keep whichever arrives first).
-    right = _frame(spark, 20_000).groupBy("k").agg(F.min("tag").alias("tag"))
+    right = _frame(spark, 20_000, maps).groupBy("k").agg(F.min("tag").alias("tag"))
     return _sorted_rows(left.join(right, "k").collect())
 
 
 @workload
-def df_order_by(spark):
+def df_order_by(spark, maps=MAPS):
     from pyspark.sql import functions as F
 
     # A full sort (range-partitioning shuffle); with a limit Spark would take a top-k without one.
-    return [tuple(r) for r in _frame(spark, 30_000).orderBy(F.col("amount").desc(), F.col("id")).collect()]
+    return [tuple(r) for r in _frame(spark, 30_000, maps).orderBy(F.col("amount").desc(), F.col("id")).collect()]
 
 
 @workload
-def df_repartition(spark):
-    parts = _frame(spark).repartition(7, "k").rdd.glom().collect()
+def df_repartition(spark, maps=MAPS):
+    parts = _frame(spark, maps=maps).repartition(7, "k").rdd.glom().collect()
     return [_sorted_rows(part) for part in parts]
 
 
@@ -109,7 +114,7 @@ def main(out: str) -> None:
              .config("spark.sql.shuffle.partitions", "4").config("spark.ui.enabled", "false")
              .config("spark.pyspark.python", sys.executable).getOrCreate())
     try:
-        results = {name: fn(spark) for name, fn in WORKLOADS.items()}
+        results = {name: fn(spark, maps=ORACLE_MAPS) for name, fn in WORKLOADS.items()}
     finally:
         spark.stop()
     with open(out, "wb") as f:
