@@ -37,29 +37,31 @@ TF_FIXTURES = {"tf_det"}
 
 
 #: The slowest modules, slowest first, with their summed test time in seconds (one profile of the whole
-#: suite under load, issue 35). Under ``--dist loadfile`` with ``--no-loadscope-reorder`` (pytest.ini)
+#: suite under load, issue 55). Under ``--dist loadfile`` with ``--no-loadscope-reorder`` (pytest.ini)
 #: the workers take modules in collection order, so these go first and the many quick modules fill the
 #: gaps at the end: a slow module started last would set the suite's wall time on its own.
-SLOW_MODULES = {  # paths under tests/
-    "tf_packing/test_keras_tuner_api.py": 600,
-    "shuffle_merge/test_riffle_benchmark.py": 493,
-    "rotary/test_benchmark.py": 447,
-    "spark_plugin/test_submit.py": 430,
-    "cluster/test_emulated_cluster.py": 372,
-    "slaq/test_estimators.py": 351,
-    "tpch/test_cli.py": 303,
-    "rotary/test_progressive.py": 299,
-    "slaq/test_spark_training.py": 278,
-    "tf_packing/test_tuner.py": 244,
-    "advisor/test_event_logs.py": 219,
-    "tf_packing/test_pack.py": 154,
-    "rotary/test_cli.py": 150,
-    "rotary/test_arbiter.py": 127,
-    "advisor/test_telemetry_runs.py": 122,
-    "spark_plugin/test_standalone.py": 117,
-    "tf_packing/test_tuner_on_executors.py": 100,
-    "tf_packing/test_profiler.py": 115,
-    "spark_plugin/test_telemetry.py": 84,
+SLOW_MODULES = {  # paths under tests/; summed junit test time of one full run under load (issue 55)
+    "rotary/test_rewrite.py": 276,
+    "rotary/test_progressive.py": 120,
+    "rotary/test_cli_sql.py": 118,
+    "rotary/test_suspension.py": 114,
+    "slaq/test_estimators.py": 95,
+    "rotary/test_arbiter.py": 91,
+    "tf_packing/test_tuner_on_executors.py": 82,
+    "tf_packing/test_pack.py": 81,
+    "slaq/test_spark_training.py": 77,
+    "tf_packing/test_keras_tuner_api.py": 73,
+    "tpch/test_cli.py": 67,
+    "shuffle_merge/test_riffle_cluster.py": 64,
+    "tf_packing/test_model_pool.py": 62,
+    "cluster/test_emulated_cluster.py": 61,
+    "advisor/test_event_logs.py": 57,
+    "spark_plugin/test_cli_fuzz.py": 52,
+    "advisor/test_telemetry_runs.py": 52,
+    "wrangler/test_cluster.py": 49,
+    "rotary/test_benchmark.py": 49,
+    "rotary/test_cli.py": 48,
+    "shuffle_merge/test_riffle_benchmark.py": 43,
 }
 
 
