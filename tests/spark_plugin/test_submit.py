@@ -141,8 +141,8 @@ def test_a_broken_wrangler_model_ends_a_plain_spark_submit_at_start_with_one_lin
     run = spark_submit(tmp_path, "local[1]", flags, timeout=120)
     assert run.returncode == 2 and "APP-OK" not in run.stdout
     assert refused_with(run) == [
-        f"spark.wrangler.model.path={model} is not a valid Wrangler model: scaler.scale must be an array of 2 "
-        f"numbers or nulls (one per entry of features); got a string. {KEYS['spark.wrangler.model.path'].fix()}"]
+        f"spark.wrangler.model.path={model} is not a valid Wrangler model: scaler.scale must be an array of numbers "
+        f"or nulls, one per entry of features; got a string. {KEYS['spark.wrangler.model.path'].fix()}"]
 
 
 JVM_APP = """
