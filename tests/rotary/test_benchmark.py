@@ -32,11 +32,13 @@ def data(tmp_path_factory):
 @pytest.fixture(scope="module")
 def suspend_run(data, tmp_path_factory):
     """The suspend benchmark, started with the module's first test and run beside the others: its own
-    application and batch layout, and like them it mostly waits on Spark. ``test_suspend_report`` waits for it."""
+    application and batch layout, and like them it mostly waits on Spark. ``test_suspend_report`` waits for it.
+    In local mode, as time-to-accuracy: a suspension stops, writes and resumes one query in the driver, and
+    nothing in it depends on executors (a local-cluster's worker and executor JVMs cost 5 CPU-seconds more)."""
     out = tmp_path_factory.mktemp("suspend")
     with open(out / "stderr", "w") as stderr:
         proc = subprocess.Popen([sys.executable, "-m", "benchmarks.rotary", "suspend", "--sfs", "0.01", "--queries",
-                                 "6", "--batches", "4", "--parts", "2", "--executors", "1", "--data", str(data),
+                                 "6", "--batches", "4", "--parts", "2", "--master", "local[1]", "--data", str(data),
                                  "--out", str(out)], stdout=subprocess.DEVNULL, stderr=stderr)
     yield proc, out
     if proc.poll() is None:

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from benchmarks.tpch.data import ensure_dataset
+from tests.rotary.cli_runner import run_cli
 
 pytestmark = pytest.mark.spark
 
@@ -26,9 +27,10 @@ def tpch(tmp_path_factory):
     return ensure_dataset(tmp_path_factory.mktemp("tpch"), 0.01, 2)
 
 
-def test_list_names_the_supported_queries():
-    run = _cli("list")
-    assert run.returncode == 0 and run.stdout.split()[:3] == ["Q1", "Q3", "Q4"]
+def test_list_names_the_supported_queries(tmp_path):
+    """``main`` in this process (the runs below start ``python -m spark_plugin.rotary`` itself)."""
+    run, started = run_cli(tmp_path, "list")
+    assert run.returncode == 0 and run.stdout.split()[:3] == ["Q1", "Q3", "Q4"] and not started
 
 
 def test_a_run_stops_at_its_criterion_checkpoints_and_resumes_to_the_exact_answer(tmp_path, tpch):

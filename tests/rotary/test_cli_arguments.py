@@ -1,12 +1,14 @@
-"""``python -m spark_plugin.rotary run``: bad arguments are refused in one line before any JVM starts (no Spark)."""
+"""``python -m spark_plugin.rotary run``: bad arguments are refused in one line before any JVM starts (no Spark).
+
+The command line's ``main`` runs in this process (:mod:`tests.rotary.cli_runner`); one test runs it as the
+``python -m`` process too.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,8 +19,7 @@ from spark_plugin.rotary import BatchDataError, QuerySpecError
 from spark_plugin.rotary import __main__ as cli
 from spark_plugin.shared.criteria import CriterionError
 from spark_plugin.rotary.spec import TABLES
-
-PROJECT = Path(__file__).resolve().parents[2]
+from tests.rotary.cli_runner import run_cli, run_cli_process
 
 
 @pytest.fixture
@@ -120,17 +121,10 @@ def test_a_checkpoint_resumes_only_with_the_command_that_wrote_it(tmp_path):
 
 
 def _cli(tmp_path, *argv, command="run", **env):
-    """The command line (``command ARGV``) in a subprocess whose SPARK_HOME only records that something tried
-    to start Spark; ``env`` adds environment variables."""
-    home = tmp_path / "spark-home"
-    (home / "bin").mkdir(parents=True, exist_ok=True)
-    submit = home / "bin" / "spark-submit"
-    submit.write_text(f"#!/bin/sh\ntouch {tmp_path / 'spark-started'}\nexit 1\n")
-    submit.chmod(0o755)
-    env = {**os.environ, "SPARK_HOME": str(home), "PYTHONPATH": str(PROJECT), **env}
-    run = subprocess.run([sys.executable, "-m", "spark_plugin.rotary", command, *argv], capture_output=True,
-                         text=True, env=env, cwd=tmp_path, timeout=300)
-    return run, (tmp_path / "spark-started").exists()
+    """The command line (``command ARGV``), its ``main`` called in this process (:func:`.cli_runner.run_cli`)
+    with a SPARK_HOME that only records that something tried to start Spark; ``env`` adds environment
+    variables. Returns what it printed and its exit status, and whether it tried to start Spark."""
+    return run_cli(tmp_path, command, *argv, **env)
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -150,6 +144,17 @@ def test_a_bad_argument_exits_2_in_one_line_without_starting_spark(tmp_path, dat
 def test_good_arguments_do_reach_spark(tmp_path, data):
     """The control of the test above: the same command with good arguments does try to start Spark."""
     run, started = _cli(tmp_path, "6", "--data", str(data), "--until", "UNTIL ACC >= 0.9 WITHIN 5 SECONDS")
+    assert started and run.returncode != 0, run.stderr[-2000:]
+
+
+def test_the_process_refuses_in_one_line_without_starting_spark_and_good_arguments_reach_it(tmp_path, data):
+    """The two tests above through ``python -m spark_plugin.rotary`` itself: the entry point, its exit status,
+    the whole process's stderr one line (nothing printed on import), and the same spark-submit reached."""
+    run, started = run_cli_process(tmp_path, "run", "6", "--batches", "1", "--data", str(data))
+    assert run.returncode == 2 and run.stderr.count("\n") == 1, run.stderr
+    assert run.stderr.startswith("error: --batches must be a whole number in [2, 1000]. Got 1."), run.stderr
+    assert not started
+    run, started = run_cli_process(tmp_path, "run", "6", "--data", str(data))
     assert started and run.returncode != 0, run.stderr[-2000:]
 
 

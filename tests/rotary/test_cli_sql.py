@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from benchmarks.tpch.data import ensure_dataset
+from tests.rotary.cli_runner import run_cli, run_cli_process
 
 
 def _cli(*args):
@@ -15,25 +16,29 @@ def _cli(*args):
 
 
 def test_a_malformed_criterion_or_table_is_one_line_before_spark_starts(tmp_path):
-    bad = _cli("sql", "select 1", "--until", "UNTIL ACC >= 2")
+    bad, started = run_cli_process(tmp_path, "sql", "select 1", "--until", "UNTIL ACC >= 2")  # the process itself
     assert bad.returncode == 2 and bad.stderr.startswith("error: --until") and bad.stderr.count("\n") == 1
-    missing = _cli("sql", "select 1", "--table", f"t={tmp_path / 'nothing'}")
+    assert not started
+    missing, started = run_cli(tmp_path, "sql", "select 1", "--table", f"t={tmp_path / 'nothing'}")
     assert missing.returncode == 2 and "does not exist" in missing.stderr and missing.stderr.count("\n") == 1
+    assert not started
 
 
 def test_prepare_and_plot_arguments_are_checked_before_spark_starts(tmp_path):
-    neither = _cli("prepare")
+    """Each command's ``main`` in this process (:func:`.cli_runner.run_cli`): no interpreter per check."""
+    neither, started = run_cli(tmp_path, "prepare")
     assert neither.returncode == 2 and "needs a TABLE and its --key" in neither.stderr
-    both = _cli("prepare", str(tmp_path), "--key", "k", "--query", "select 1")
+    both, started = run_cli(tmp_path, "prepare", str(tmp_path), "--key", "k", "--query", "select 1")
     assert both.returncode == 2 and "not both" in both.stderr and both.stderr.count("\n") == 1
-    plot = _cli("sql", "select 1", "--plot", str(tmp_path / "converge.txt"))
+    plot, started = run_cli(tmp_path, "sql", "select 1", "--plot", str(tmp_path / "converge.txt"))
     assert plot.returncode == 2 and "ending in .png" in plot.stderr
     (tmp_path / "dir.png").mkdir()
-    folder = _cli("sql", "select 1", "--plot", str(tmp_path / "dir.png"))
+    folder, started = run_cli(tmp_path, "sql", "select 1", "--plot", str(tmp_path / "dir.png"))
     assert folder.returncode == 2 and "is a folder" in folder.stderr and folder.stderr.count("\n") == 1
-    no_checkpoint = _cli("sql", "--resume", str(tmp_path))
+    no_checkpoint, started = run_cli(tmp_path, "sql", "--resume", str(tmp_path))
     assert no_checkpoint.returncode == 2 and "is not a progressive query checkpoint" in no_checkpoint.stderr
     assert no_checkpoint.stderr.count("\n") == 1
+    assert not started  # by any of them
 
 
 @pytest.mark.spark

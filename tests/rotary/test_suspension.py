@@ -1,4 +1,9 @@
-"""Riveter's suspension on local-cluster: stop at a step boundary, resume elsewhere, same answer."""
+"""Riveter's suspension: stop at a step boundary, resume elsewhere, same answer.
+
+The module's session is ``local[2]``: suspension works at step boundaries and through job-group cancellation,
+both in the driver (:mod:`spark_plugin.rotary.suspension`), and nothing in it depends on executors; "elsewhere"
+is another application, on one core with other shuffle partitions (``RESUME_ELSEWHERE``).
+"""
 
 import json
 import subprocess
@@ -16,12 +21,13 @@ from spark_plugin.rotary.suspension import Suspension, SuspendableQuery
 from tests.helpers import ManualClock
 
 pytestmark = pytest.mark.spark
+SPARK_SESSION = dict(master="local[2]", features=[], conf={})  # see the module's docstring
 
 BATCHES = 6
 FAST_DISK = DiskSpeed(write_bps=100e6, read_bps=100e6)
 
 #: Resumes a checkpoint in a new application with one core and 3 shuffle partitions (the suspended
-#: run had two executors and the default 200), then writes the final answer as Parquet.
+#: run had two cores and 4, pytest.ini's), then writes the final answer as Parquet.
 RESUME_ELSEWHERE = """
 import sys
 from pyspark.sql import SparkSession
@@ -40,8 +46,14 @@ def data(session_dir):
     return ensure_dataset(session_dir / "tpch", 0.01, 2)
 
 
-def test_a_requested_suspension_stops_at_the_next_boundary_and_resumes_on_other_cores(spark, data, tmp_path):
-    exact = rotary.ProgressiveQuery(spark, 3, data, batches=BATCHES).exact()
+@pytest.fixture(scope="module")
+def q3_exact(spark, data):
+    """Q3's exact answer, which both runs of Q3 below must end with."""
+    return rotary.ProgressiveQuery(spark, 3, data, batches=BATCHES).exact()
+
+
+def test_a_requested_suspension_stops_at_the_next_boundary_and_resumes_on_other_cores(spark, data, q3_exact,
+                                                                                      tmp_path):
     clock = ManualClock(tick=0.25)  # each reading a quarter second after the last
     run = SuspendableQuery(rotary.ProgressiveQuery(spark, 3, data, batches=BATCHES, growth=1), tmp_path / "q3",
                            clock=clock)
@@ -65,18 +77,20 @@ def test_a_requested_suspension_stops_at_the_next_boundary_and_resumes_on_other_
     resumed = subprocess.run([sys.executable, "-c", RESUME_ELSEWHERE, str(outcome.path),
                               str(tmp_path / "final.parquet")], capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "final.parquet"), exact.astype(str).reset_index(drop=True))
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "final.parquet"),
+                                  q3_exact.astype(str).reset_index(drop=True))
 
 
 def test_batches_computed_before_the_suspension_are_kept(spark, data, tmp_path):
-    run = SuspendableQuery(rotary.ProgressiveQuery(spark, 6, data, batches=12, growth=4), tmp_path / "q6")
+    # the module's batch count (one batched copy for every test): growth 3 makes the second chunk two batches
+    run = SuspendableQuery(rotary.ProgressiveQuery(spark, 6, data, batches=BATCHES, growth=3), tmp_path / "q6")
     run.query.step()
-    run.query.step()  # the second Spark query computed batches 2-4 and delivered one
-    assert run.query.batches_ready == 2
+    run.query.step()  # the second Spark query computed batches 2-3 and delivered one
+    assert run.query.batches_ready == 1
     run.request_suspend()
     outcome = run.run()
-    assert outcome.batches_done == 4
-    assert json.loads((outcome.path / "state.json").read_text())["batches_done"] == 4
+    assert outcome.batches_done == 3
+    assert json.loads((outcome.path / "state.json").read_text())["batches_done"] == 3
 
 
 def test_the_cost_model_runs_on_far_from_the_window_and_suspends_when_it_has_begun(spark, data, tmp_path):
@@ -105,23 +119,40 @@ def test_the_state_estimate_tracks_the_checkpoint_size(spark, data, tmp_path):
     assert written / 3 <= estimate <= written * 3
 
 
-def test_a_suspension_asked_for_at_once_cancels_the_spark_query_in_flight(spark, data, tmp_path):
-    exact = rotary.ProgressiveQuery(spark, 3, data, batches=12).exact()
-    run = SuspendableQuery(rotary.ProgressiveQuery(spark, 3, data, batches=12, growth=20), tmp_path / "q3",
-                           clock=ManualClock(tick=1.0))
+def test_a_suspension_asked_for_at_once_cancels_the_spark_query_in_flight(spark, data, q3_exact, tmp_path):
     tracker = spark.sparkContext.statusTracker()
 
-    def cancel_once_a_job_runs():
-        while not any(tracker.getJobInfo(j).status == "RUNNING" for j in tracker.getJobIdsForGroup(run.job_group)
-                      if tracker.getJobInfo(j)):
-            time.sleep(0.01)
-        run.request_suspend(cancel_running=True)
+    def run_cancelling_the_second_query(path):
+        run = SuspendableQuery(rotary.ProgressiveQuery(spark, 3, data, batches=BATCHES, growth=20), path,
+                               clock=ManualClock(tick=1.0))
+        ended = threading.Event()
 
-    def after_the_first_batch(snapshot):  # the next Spark query computes the 11 other batches
-        threading.Thread(target=cancel_once_a_job_runs, daemon=True).start()
+        def cancel_once_a_job_runs():
+            while not ended.is_set():
+                if any(info is not None and info.status == "RUNNING"
+                       for info in map(tracker.getJobInfo, tracker.getJobIdsForGroup(run.job_group))):
+                    run.request_suspend(cancel_running=True)
+                    return
+                time.sleep(0.01)
 
-    outcome = run.run(on_snapshot=after_the_first_batch)
+        def after_the_first_batch(snapshot):  # the next Spark query computes the 5 other batches
+            if snapshot.batch == 1:
+                threading.Thread(target=cancel_once_a_job_runs, daemon=True).start()
+
+        try:
+            return run.run(on_snapshot=after_the_first_batch)
+        finally:
+            ended.set()
+
+    # The query in flight (a few tenths of a second in local mode) can end before the request reaches it on a
+    # loaded machine (once in about 150 runs): the run then ends with the exact answer, as it must, and the test
+    # runs it again for a cancellation.
+    for attempt in range(3):
+        outcome = run_cancelling_the_second_query(tmp_path / f"q3-{attempt}")
+        if isinstance(outcome, Suspension):
+            break
+        pd.testing.assert_frame_equal(outcome.result, q3_exact)
     assert isinstance(outcome, Suspension) and outcome.batches_done == 1 and outcome.discarded_s > 0
     job = rotary.ProgressiveQuery.resume(spark, outcome.path)
     *_, last = job
-    pd.testing.assert_frame_equal(last.result, exact)
+    pd.testing.assert_frame_equal(last.result, q3_exact)
