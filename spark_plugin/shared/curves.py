@@ -1,4 +1,4 @@
-"""Learning curves: weighted fits of two curve families, shared by SLAQ and HyperDrive.
+"""Learning curves: weighted fits of two curve families, shared by SLAQ, HyperDrive and Rotary-DLT.
 
 SLAQ's loss predictor (:mod:`spark_plugin.slaq.predictor`, spec 3.4) fits a job's loss curve to
 predict the next epoch's loss reduction; HyperDrive's terminator (:mod:`tf_packing.tuner.hyperdrive`)
