@@ -45,11 +45,10 @@ SLOW_MODULES = {  # paths under tests/; summed junit test time of one full run u
     "rotary/test_progressive.py": 120,
     "rotary/test_cli_sql.py": 118,
     "rotary/test_suspension.py": 114,
-    "slaq/test_estimators.py": 95,
     "rotary/test_arbiter.py": 91,
     "tf_packing/test_tuner_on_executors.py": 82,
     "tf_packing/test_pack.py": 81,
-    "slaq/test_spark_training.py": 77,
+    "slaq/test_spark_training.py": 85,  # test_estimators.py merged in
     "tf_packing/test_keras_tuner_api.py": 73,
     "tpch/test_cli.py": 67,
     "shuffle_merge/test_riffle_cluster.py": 64,

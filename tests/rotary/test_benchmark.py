@@ -3,9 +3,11 @@
 One smoke run per command, at the smallest scale that still shows what its report says. The workload's two
 seeds (2235 and 2430) each draw two Q6 jobs, the second arriving within half a second: seeds 0 and 1 drew four
 queries, Q21 and Q8 among them (each warmed up and run alone before the policies), and a second job arriving
-5.4 s in, which each policy's run of seed 0 waited for. Three policies show each part of the report (a row per
-policy, max-min against max-sum, a policy against its second run); rotary, a fourth, only ran the same loop
-twice more (test_arbiter.py runs it through the arbiter).
+5.4 s in, which each policy's run of seed 0 waited for. Two policies, a policy and its second run under a label,
+show each part of the report (a row per policy, a pair compared seed by seed, the order reversed on the second
+seed); a third policy (max-min against max-sum) and rotary, a fourth, only ran the same loop more times
+(test_arbiter.py runs the policies through the arbiter): which pairs the report compares, and how, is checked
+on made-up summaries below, without Spark.
 """
 
 import json
@@ -58,7 +60,7 @@ def test_time_to_accuracy_and_workload_reports(tmp_path, data, suspend_run):
                                stdout=subprocess.DEVNULL, stderr=stderr)
     try:
         run = subprocess.run([sys.executable, "-m", "benchmarks.rotary", "workload", "--jobs", "2",
-                              "--seeds", "2235,2430", "--policies", "utility-sum,utility-min,utility-min@again",
+                              "--seeds", "2235,2430", "--policies", "utility-min,utility-min@again",
                               "--time-scale", "0.01", "--epoch", "0.3", "--memory-mb", "100", *common,
                               "--data", str(data)], capture_output=True, text=True, timeout=900)
     finally:
@@ -74,13 +76,14 @@ def test_time_to_accuracy_and_workload_reports(tmp_path, data, suspend_run):
     [result] = tmp_path.glob("*.workload-*-100mb.json")
     runs = json.loads(result.read_text())["runs"]
     assert list(runs) == ["2235", "2430"]
-    assert [runs[seed]["utility-sum"]["position"] for seed in runs] == [0, 2]  # the order alternates
+    assert all(list(by_policy) == ["utility-min", "utility-min@again"] for by_policy in runs.values())
+    assert [runs[seed]["utility-min"]["position"] for seed in runs] == [0, 1]  # the order alternates
     assert all(len(r["records"]) == 2 and r["wall_s"] > 0 and r["peak_memory_bytes"] <= 100e6
                and r["epochs_over_grant"] == [] for by_policy in runs.values() for r in by_policy.values())
     report = result.with_suffix(".md").read_text()
-    assert "| utility-sum |" in report and "memory budget 100 MB" in report
-    assert "Max-min minus max-sum (`utility-min` minus `utility-sum`" in report and "| jobs attained |" in report
+    assert "| utility-min |" in report and "| utility-min@again |" in report and "memory budget 100 MB" in report
     assert "A/A (`utility-min@again` minus `utility-min`, the same policy run again)" in report
+    assert "| jobs attained |" in report
 
 
 def test_unknown_policy_is_refused(tmp_path, capsys):
@@ -100,6 +103,28 @@ def test_the_report_pairs_max_min_with_max_sum_and_a_policy_with_its_second_run(
 
     pairs = _pairs(["utility-sum", "utility-min", "edf", "edf@again", "utility-min-progress", "rotary@again"])
     assert [(a, b) for a, b, _ in pairs] == [("utility-min", "utility-sum"), ("edf@again", "edf")]
+
+
+def test_the_report_compares_each_pair_seed_by_seed():
+    """What the workload report shows per pair: the first's figures minus the second's, per seed and their mean
+    (made-up summaries of two seeds: the smoke run above compares one pair, these are both kinds)."""
+    from benchmarks.rotary.report import WORST, _paired_comparisons
+
+    def summary(attained, worst):
+        return {"attained": attained, "worst_progress": worst, f"worst{WORST}_progress": worst,
+                f"worst{WORST}_batches": worst, "never_ran": 0}
+
+    per_seed = {"utility-sum": [summary(3, 0.5), summary(2, 0.25)],
+                "utility-min": [summary(2, 1.0), summary(2, 0.75)],
+                "utility-min@again": [summary(2, 1.0), summary(1, 0.5)]}
+    text = "\n".join(_paired_comparisons(per_seed))
+    assert text.count("per seed and mean [95% interval]") == 2
+    assert "Max-min minus max-sum (`utility-min` minus `utility-sum`, the same utilities)" in text
+    assert "A/A (`utility-min@again` minus `utility-min`, the same policy run again)" in text
+    max_min, again = text.split("A/A")
+    assert "| jobs attained | -1.0 +0.0 | -0.5 [-6.9, 5.9] |" in max_min
+    assert "| worst job's progress | +0.50 +0.50 | 0.50 [0.50, 0.50] |" in max_min
+    assert "| jobs attained | +0.0 -1.0 | -0.5 [-6.9, 5.9] |" in again and "| worst job's progress | +0.00 -0.25 |" in again
 
 
 def test_suspend_report(suspend_run):

@@ -74,12 +74,12 @@ def test_each_job_is_estimated_again_only_after_it_trains_or_a_similar_job_finis
     asked = []
     real = module.epochs_needed
     monkeypatch.setattr(module, "epochs_needed", lambda c, acc, past: asked.append(len(acc)) or real(c, acc, past))
-    jobs = [DltJob("a", lambda: compiled(7), "RUN FOR 4 EPOCHS"), DltJob("b", lambda: compiled(8), "RUN FOR 3 EPOCHS")]
+    jobs = [DltJob("a", lambda: compiled(7), "RUN FOR 3 EPOCHS"), DltJob("b", lambda: compiled(8), "RUN FOR 2 EPOCHS")]
     run = arbiter(policy="fair")
     results = run.run(jobs)
-    # 7 rounds, 2 views each while both are active, yet one estimate per job per epoch trained (0..3 for a)
-    assert len(run.rounds_) == 7 and sorted(asked) == [0, 0, 1, 1, 2, 2, 3]
-    assert [len(r["accuracies"]) for r in results] == [4, 3]
+    # 5 rounds, 2 views each while both are active, yet one estimate per job per epoch trained (0..2 for a)
+    assert len(run.rounds_) == 5 and sorted(asked) == [0, 0, 1, 1, 2]
+    assert [len(r["accuracies"]) for r in results] == [3, 2]
     assert all(len(r["epoch_end_s"]) == len(r["accuracies"]) for r in results)
 
     asked.clear()  # now of one kind: when "long" finishes, "short" is estimated again with it in its history
@@ -98,13 +98,15 @@ def test_a_seeded_job_trains_the_same_whichever_jobs_ran_before_it(arbiter):
         keras.utils.set_random_seed(99)
         return compiled(11)
 
-    def workload(*others):
-        return [DltJob("a", lambda: compiled(9), "RUN FOR 3 EPOCHS", seed=1),
-                DltJob("b", lambda: compiled(10), "RUN FOR 3 EPOCHS", seed=2), *others]
+    def workload(*others):  # two epochs each: c is built (and reseeds) between a's and b's first and second
+        return [DltJob("a", lambda: compiled(9), "RUN FOR 2 EPOCHS", seed=1),
+                DltJob("b", lambda: compiled(10), "RUN FOR 2 EPOCHS", seed=2), *others]
 
     fifo = {r["job"]: r["accuracies"] for r in arbiter(policy="fifo").run(workload())}
-    fair = {r["job"]: r["accuracies"] for r in arbiter(policy="fair").run(
-        workload(DltJob("c", reseeding, "RUN FOR 2 EPOCHS", arrival_s=0.0)))}
+    run = arbiter(policy="fair")
+    fair = {r["job"]: r["accuracies"] for r in run.run(workload(DltJob("c", reseeding, "RUN FOR 1 EPOCHS",
+                                                                       arrival_s=0.0)))}
+    assert [r["chosen"] for r in run.rounds_] == [["a"], ["b"], ["c"], ["a"], ["b"]]  # c ran in between
     assert fifo["a"] == fair["a"] and fifo["b"] == fair["b"]  # in turns with c, or one after the other
 
 

@@ -47,9 +47,16 @@ class CountEpochs:
         return Counter
 
 
-def test_build_fn_with_hp_ranges_searches_the_space_it_registers(tf_det, digits):
+@pytest.fixture(scope="module")
+def plain_search(tf_det, digits):
+    """``tuner()``'s search, no callbacks: the result several tests check or compare with, run once per module."""
     x, y, xv, yv = digits
-    t = tuner().search(x, y, validation_data=(xv, yv))
+    return tuner().search(x, y, validation_data=(xv, yv))
+
+
+def test_build_fn_with_hp_ranges_searches_the_space_it_registers(plain_search, digits):
+    _, _, xv, yv = digits
+    t = plain_search
     names = [p.name for p in t.oracle_.space.space]
     assert names == ["units", "dropout", "optimizer", "learning_rate"]
     configs = [tr.config for tr in t.oracle_.trials_.values()]
@@ -125,9 +132,11 @@ def test_callbacks_see_every_trials_validation_logs_and_can_stop_it(tf_det, digi
     assert bracket0 == [2, 2]  # EarlyStopping ended their one 3-epoch fit after 2 epochs
 
 
-def test_a_search_resumes_from_its_directory_with_the_same_results(tf_det, digits, tmp_path):
+def test_a_search_resumes_from_its_directory_with_the_same_results(plain_search, digits, tmp_path):
+    """The crashed and resumed searches carry a callback; the reference is the uninterrupted search without one,
+    which scores the same epochs (a callback only makes the tuner score every epoch, not differently)."""
     x, y, xv, yv = digits
-    whole = tuner().search(x, y, validation_data=(xv, yv), callbacks=[CountEpochs.make()()])
+    whole = plain_search
     crash = CountEpochs.make(raise_after=5)  # inside bracket 0, after bracket 1 was saved
     with pytest.raises(KeyboardInterrupt):
         tuner(directory=tmp_path, project_name="p").search(x, y, validation_data=(xv, yv), callbacks=[crash()])

@@ -212,6 +212,10 @@ def test_the_pool_keeps_no_more_than_it_may(tf_det):
 
 
 def test_a_search_reusing_models_finds_the_same_trials_and_scores(tf_det, digits):
+    """max_epochs=3 is the smallest search that reuses on every path: bracket 1's promoted trial resumes its
+    rung-0 checkpoint on a kept model, a fresh trial of bracket 0 starts on one, and the models alive reach the
+    bound (3: those kept and the one being built). keep_best_epoch's best-epoch checkpoints pass through kept
+    models too. max_epochs=9 repeats these steps over more rungs, at about twice the time."""
     from tf_packing import Tuner
     from tf_packing.tuner.model_pool import models_kept
 
@@ -221,7 +225,7 @@ def test_a_search_reusing_models_finds_the_same_trials_and_scores(tf_det, digits
     def run(reuse):
         pool = models_kept(0)
         before = pool.reused_
-        tuner = Tuner(counted, SPACE, max_epochs=9, factor=3, seed=0, progress=False, max_group=2,
+        tuner = Tuner(counted, SPACE, max_epochs=3, factor=3, seed=0, progress=False, max_group=2,
                       reuse_models=3 if reuse else False, keep_best_epoch=True).search(x, y, validation_data=(xv, yv))
         return tuner, pool.reused_ - before
 

@@ -30,8 +30,7 @@ cloudpickle.register_pickle_by_value(conftest)
 def kill_its_executor_once(marker):
     """A callback that, at its first epoch end inside a Spark task, SIGKILLs that task's executor JVM.
 
-    Once per search (the marker file says it happened, and which executor). Outside a task (the reference
-    search in the test's process) it does nothing, so both searches score every epoch alike.
+    Once per search (the marker file says it happened, and which executor). Outside a task it does nothing.
     """
     import keras
 
@@ -68,10 +67,15 @@ def assert_same_search(local, remote):
     assert remote.best_score_ == pytest.approx(local.best_score_, abs=1e-5)
 
 
-def test_packs_run_as_tasks_on_both_executors_and_find_what_the_local_search_finds(tf_det, spark, digits,
+@pytest.fixture(scope="module")
+def local(tf_det, digits, tmp_path_factory):
+    """The same search in the test's own process: what every search on the executors must find (run once)."""
+    return search(digits, tmp_path_factory.mktemp("local"))
+
+
+def test_packs_run_as_tasks_on_both_executors_and_find_what_the_local_search_finds(local, spark, digits,
                                                                                      tmp_path):
     eventually(lambda: len(executor_ids(spark)) == 2, timeout=120)  # the slots the packs are sized by
-    local = search(digits, tmp_path / "local")
     remote = search(digits, tmp_path / "remote", spark=spark)
     assert_same_search(local, remote)
     # Two slots: the first rung's three trials go in two packs (one per slot), bracket 0's two in one each.
@@ -84,10 +88,11 @@ def test_packs_run_as_tasks_on_both_executors_and_find_what_the_local_search_fin
     assert len(list((tmp_path / "remote" / "tuner" / "checkpoints").iterdir())) == 3
 
 
-def test_a_search_that_loses_an_executor_mid_rung_ends_with_the_same_trials_and_scores(tf_det, spark, digits,
+def test_a_search_that_loses_an_executor_mid_rung_ends_with_the_same_trials_and_scores(local, spark, digits,
                                                                                          tmp_path):
+    """Compared with the local search without the callback: it only kills inside a task, and a callback makes
+    the tuner score every epoch, which changes no trial's score."""
     marker = tmp_path / "killed"
-    local = search(digits, tmp_path / "local", callbacks=[kill_its_executor_once(str(marker))])
     remote = search(digits, tmp_path / "remote", spark=spark, callbacks=[kill_its_executor_once(str(marker))])
     assert marker.read_text() in {"0", "1"}  # an executor died with a pack under way
     assert_same_search(local, remote)

@@ -36,6 +36,14 @@ def sleepy(seconds):
     return task
 
 
+def until(deadline):
+    """Tasks that end together at ``deadline`` (``time.time()``: local-cluster's executors share this clock)."""
+    def task(x):
+        time.sleep(max(0.0, deadline - time.time()))
+        return x * x
+    return task
+
+
 def test_a_held_idle_executor_is_released_before_it_times_out_and_no_executor_is_added(spark):
     tm = spark_plugin.telemetry(spark)
     sc = spark.sparkContext
@@ -51,7 +59,9 @@ def test_a_held_idle_executor_is_released_before_it_times_out_and_no_executor_is
     held = max(tasks, key=lambda t: t["finishTime"])["executorId"]
     mark = tm.mark()
     assert holds.hold(held, 60_000, 0.9) == "held"
-    assert sc.parallelize(range(3), 3).map(sleepy(1.2 * IDLE_TIMEOUT_S)).sum() == 5  # one task waits for the hold
+    # One task waits for the hold. The job outlasts the idle timeout, so a hold never released would see its
+    # executor removed; the task launched on release ends with the others instead of sleeping a full span.
+    assert sc.parallelize(range(3), 3).map(until(time.time() + 1.2 * IDLE_TIMEOUT_S)).sum() == 5
     records = tm.records(since=mark)
     hold = records["wrangler_hold"].to_pylist()
     assert [(h["executorId"], h["endReason"]) for h in hold] == [(held, "idle")]
