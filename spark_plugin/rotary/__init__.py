@@ -11,11 +11,12 @@
 """
 
 from .batches import BatchDataError, BatchedData, prepare
-from .engine import ProgressiveQuery, Snapshot, progressive
+from .engine import ProgressiveQuery, Snapshot
+from .frames import QueryError
 from .layouts import prepare_for
 from .plot import convergence_plot
 from .spec import QuerySpec, QuerySpecError, available, load
-from .sqlquery import QueryError
+from .sqlquery import progressive
 from .sqlquery import query as progressive_query
 
 __all__ = ["BatchDataError", "BatchedData", "ProgressiveQuery", "QueryError", "QuerySpec", "QuerySpecError",

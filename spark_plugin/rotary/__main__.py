@@ -361,7 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
 def check_prepare(args) -> None:
     """Check a ``prepare`` command's arguments before Spark starts: a table with its key, or queries, and a
     layouts folder that is sparkrm's (or new) and writable."""
-    from .layouts import claim_root
+    from .layout_root import claim_root
 
     if args.query and (args.table or args.key):
         raise UsageError("prepare takes a TABLE with --key, or --query (its tables by --table NAME=PATH), not both")

@@ -31,6 +31,7 @@ import pandas as pd
 from ..errors import NotOursError
 from ..ownership import FolderKind
 from .batches import BATCH_COLUMN, BatchedData, prepare
+from .frames import to_pandas
 from .spec import CONFIDENCE, QuerySpec, QuerySpecError, load
 from .totals import RunningTotals
 
@@ -205,7 +206,7 @@ class ProgressiveQuery:
             self._cache_statics()
         self._show(batch_ids)
         self._narrow_statics()
-        return _pandas(self.spark.sql(self.spec.sql))  # through Arrow: a chunk can hold 10^5 groups
+        return to_pandas(self.spark.sql(self.spec.sql))  # through Arrow: a chunk can hold 10^5 groups
 
     def _narrow_statics(self) -> None:
         """Point the static views at their cached frames read no wider than this session's file scans.
@@ -283,7 +284,7 @@ class ProgressiveQuery:
         for key in self.spec.keys:
             values = wanted.get_level_values(key).unique()
             frame = frame.where(F.col(key).isin([v.item() if hasattr(v, "item") else v for v in values]))
-        table = _pandas(frame.select(*self.spec.keys, *self.spec.attributes)).set_index(list(self.spec.keys))
+        table = to_pandas(frame.select(*self.spec.keys, *self.spec.attributes)).set_index(list(self.spec.keys))
         return table[~table.index.duplicated()].reindex(wanted)
 
     def _cache_statics(self) -> None:
@@ -423,30 +424,9 @@ def _key_index(rows: pd.DataFrame, keys) -> pd.Index:
     return pd.MultiIndex.from_frame(rows[keys]) if len(keys) > 1 else pd.Index(rows[keys[0]], name=keys[0])
 
 
-def _pandas(frame) -> pd.DataFrame:
-    """A Spark DataFrame collected through Arrow, strings as plain Python objects (as the totals keep keys)."""
-    rows = frame.toPandas()
-    strings = [c for c, t in rows.dtypes.items() if isinstance(t, pd.StringDtype)]
-    return rows.astype({c: object for c in strings}) if strings else rows
-
-
 def next_chunk(done: int, batches: int, growth: float) -> int:
     """How many batches the next Spark query processes after ``done`` of ``batches``: ``growth - 1``
     times ``done`` (at least one), or all that are left when fewer than another such chunk would remain."""
     size = max(1, round((growth - 1) * done))
     left = batches - done
     return left if left - size < size else size
-
-
-def progressive(spark, query, data=None, batches: int = 20, **options):
-    """Yield a :class:`Snapshot` after each batch of ``query``.
-
-    ``query`` is a TPC-H number or a spec path over the TPC-H folder ``data``; or, without ``data``, a plain
-    aggregate query over the user's own tables (SQL text or a DataFrame), whose progressive form is derived
-    from Spark's analysis of it (:func:`.sqlquery.query`; a query it cannot batch is answered exactly in one
-    step, and the snapshot's ``exact_reason`` says why)."""
-    if data is None:
-        from .sqlquery import query as plain_query
-
-        return iter(plain_query(spark, query, batches, **options))
-    return iter(ProgressiveQuery(spark, query, data, batches, **options))

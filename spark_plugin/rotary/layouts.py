@@ -26,18 +26,18 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import SparkrmError
 from ..ownership import FolderKind
 from . import sqlplan
 from .batches import batch_rows, check_ours
+from .frames import frame_of, query_frame, spark_message
+from .layout_root import LayoutError, claim_root
+from .rewrite import NotProgressive, derive
 from .spec import BATCH_COLUMN, batch_count, batch_of
-from .unique import CACHE_FILE
 
 LOG = logging.getLogger(__name__)
 MANIFEST = "_ROTARY_LAYOUT.json"
@@ -49,13 +49,6 @@ WRITE_JOBS = 4
 #: Rotary's manifest and progress.
 LAYOUT = FolderKind("Rotary layout", (f"{BATCH_COLUMN}=*", MANIFEST, PROGRESS, "_SUCCESS", "._SUCCESS.crc",
                                       "_temporary"))
-#: The folder of layouts (``--layouts``): a folder per table (``<name>-<12 hex digits>``) and the cache of
-#: :mod:`.unique`.
-LAYOUTS_ROOT = FolderKind("Rotary layouts folder", ("*-" + "[0-9a-f]" * 12, CACHE_FILE, CACHE_FILE + ".tmp"))
-
-
-class LayoutError(SparkrmError, ValueError):
-    """A table cannot be prepared (not a single file-based table, unknown key); the message says why."""
 
 
 @dataclass(frozen=True)
@@ -94,8 +87,6 @@ class Layout:
         """The layout as the rows of leaf ``fact`` (a sqlplan.Node): the same attributes (expression ids) as
         the leaf the query plan reads, and the batch column last. A step filters it to its batches
         (:func:`batches_of`); reading it once per query saves listing the files at every step."""
-        from .sqlquery import _frame_of
-
         jvm = spark._jvm
         plan = spark.read.parquet(str(self.folder))._jdf.queryExecution().analyzed()
         by_name = {a.name(): a for a in sqlplan.items(plan.output())}
@@ -104,7 +95,7 @@ class Layout:
         columns = [alias(by_name[a.name], a.name, a.jvm.exprId(), empty, jvm.scala.Option.empty(), empty)
                    for a in fact.output] + [by_name[BATCH_COLUMN]]
         project = jvm.org.apache.spark.sql.catalyst.plans.logical.Project(sqlplan.seq(jvm, columns), plan)
-        return _frame_of(spark, project)
+        return frame_of(spark, project)
 
 
 def batches_of(frame, batch_ids):
@@ -114,39 +105,9 @@ def batches_of(frame, batch_ids):
     return frame.where(F.col(BATCH_COLUMN).isin([int(b) for b in batch_ids]))
 
 
-def default_root() -> Path:
-    return Path.home() / ".cache" / "sparkrm" / "rotary" / "layouts"
-
-
-def claim_root(root=None, what: str | None = None) -> Path:
-    """The layouts folder ``root`` (default :func:`default_root`), created and marked, once layouts may be
-    written there: missing, empty or a layouts folder of sparkrm's, and writable. ``what`` names the argument.
-
-    Raises
-    ------
-    NotOursError
-        The folder holds something of the user's.
-    LayoutError
-        The folder cannot be created or written (a read-only home or folder).
-    """
-    root = Path(root or default_root()).expanduser()
-    label = f"{what} {root}" if what else f"layouts folder {root}"
-    fix = "pass --layouts (root= in Python) a writable folder of its own"
-    try:
-        check_ours(LAYOUTS_ROOT, root, what)
-        LAYOUTS_ROOT.claim(root, what=what)
-    except OSError as e:
-        raise LayoutError(f"{label} cannot be written ({e.strerror or e}): {fix}") from None
-    if not os.access(root, os.W_OK | os.X_OK):
-        raise LayoutError(f"{label} is not writable: {fix}")
-    return root
-
-
 def table_leaf(spark, table):
     """The one relation leaf a table (a name, a Parquet path or a DataFrame) reads, and its frame."""
     from pyspark.sql import DataFrame
-
-    from .sqlquery import spark_message
 
     if isinstance(table, DataFrame):
         frame = table
@@ -164,18 +125,6 @@ def table_leaf(spark, table):
         raise LayoutError(f"{table} is not one file-based table (it reads {len(leaves)} relation(s)); prepare "
                           "the table a view reads, not the view")
     return files[0], frame
-
-
-def table_files(leaf) -> dict:
-    """The files a relation leaf reads: path -> [size, modification time]."""
-    location = leaf.jvm.relation().location()
-    return {str(f.getPath().toString()): [int(f.getLen()), int(f.getModificationTime())]
-            for f in sqlplan.items(location.allFiles())}
-
-
-def files_digest(files: dict) -> str:
-    """A digest of :func:`table_files` listings (any JSON-able dict of them): equal only for the same files."""
-    return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
 
 
 def layout_folder(root, source: str, key, batches: int, seed: int) -> Path:
@@ -212,7 +161,7 @@ def prepare_table(spark, table, key, batches: int = 20, seed: int = 0, root=None
     missing = [k for k in keys if k not in frame.columns]
     if missing:
         raise LayoutError(f"key {missing} is not a column of {table} (its columns: {', '.join(frame.columns)})")
-    files = table_files(leaf)
+    files = sqlplan.table_files(leaf)
     folder = layout_folder(root, leaf.source, keys, batches, seed)
     manifest = {"source": leaf.source, "key": list(keys), "batches": batches, "seed": seed, "files": files}
     written = _read(folder / MANIFEST)
@@ -272,13 +221,11 @@ def prepare_for(spark, queries, batches: int = 20, seed: int = 0, root=None, pro
     list of Layout
         The layouts, most asked for first.
     """
-    from .rewrite import NotProgressive, derive
-    from .sqlquery import _frame, _frame_of
 
     wanted: dict[tuple, list] = {}  # (source, key) -> [fact leaf, queries asking]
     for text in queries:
         try:
-            derivation = derive(sqlplan.analyzed(_frame(spark, text)))
+            derivation = derive(sqlplan.analyzed(query_frame(spark, text)))
         except NotProgressive as e:
             LOG.info("no layout for a query answered exactly (%s): %s", e, _short(text))
             continue
@@ -298,7 +245,7 @@ def prepare_for(spark, queries, batches: int = 20, seed: int = 0, root=None, pro
             continue
         table = source.removeprefix("files:").split(",")[0].rstrip("/").split("/")[-1]
         report = (lambda done, total, t=table, k=key: progress(t, k, done, total)) if progress else None
-        layouts.append(prepare_table(spark, _frame_of(spark, leaf.jvm), list(key), batches, seed, root, report))
+        layouts.append(prepare_table(spark, frame_of(spark, leaf.jvm), list(key), batches, seed, root, report))
     return layouts
 
 
@@ -332,7 +279,7 @@ def _current(root, leaf, batches: int, seed: int, key: tuple, only: bool = False
         manifest = _read(folder / MANIFEST)
         if not manifest or manifest.get("source") != leaf.source:
             continue
-        current = table_files(leaf)
+        current = sqlplan.table_files(leaf)
         if manifest["files"] != current:
             changed = len(set(current) ^ set(manifest["files"])) + sum(
                 1 for f in set(current) & set(manifest["files"]) if current[f] != manifest["files"][f])

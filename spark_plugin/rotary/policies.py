@@ -41,7 +41,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..shared.utility import Claim, DemandCorrection, Utility, allocate, by_priority, predicted_lag
+from ..shared.utility import (
+    Claim,
+    DemandCorrection,
+    Utility,
+    allocate,
+    by_priority,
+    predicted_lag,
+)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,8 @@ plan is analyzed and optimized by Spark again, so predicate pushdown and pruning
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -210,3 +212,15 @@ class _Opaque:
 
     text: str
     dtype: str
+
+
+def table_files(leaf) -> dict:
+    """The files a relation leaf (a :class:`Node`) reads: path -> [size, modification time]."""
+    location = leaf.jvm.relation().location()
+    return {str(f.getPath().toString()): [int(f.getLen()), int(f.getModificationTime())]
+            for f in items(location.allFiles())}
+
+
+def files_digest(files: dict) -> str:
+    """A digest of :func:`table_files` listings (any JSON-able dict of them): equal only for the same files."""
+    return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()

@@ -29,19 +29,18 @@ import time
 
 import pandas as pd
 
-from ..errors import SparkrmError
 from . import sqlplan
-from .engine import ProgressiveQuery, Snapshot, _pandas
+from .engine import ProgressiveQuery, Snapshot, read_state
+from .frames import QueryError, column, frame_of, query_frame, to_pandas
+from .layout_root import default_root
+from .layouts import batches_of, find_layout, key_layout
 from .rewrite import NotProgressive, derive, describe
 from .spec import CONFIDENCE, batch_count, batch_of
+from .unique import is_unique
 
 LOG = logging.getLogger(__name__)
 #: The batch column's name inside the rebuilt plan (unlikely to clash with a user's column).
 BATCH_ATTRIBUTE = "__rotary_batch"
-
-
-class QueryError(SparkrmError, ValueError):
-    """A plain query Spark cannot analyze (an unknown table or column, bad syntax); the message is one line."""
 
 
 def query(spark, sql_or_frame, batches: int = 20, seed: int = 0, order_seed: int | None = None,
@@ -94,8 +93,6 @@ def resume(spark, path) -> "ProgressiveSQL":
     """
     from pathlib import Path
 
-    from .engine import read_state
-
     path = Path(path).expanduser()
     state = read_state(path)
     if "sql" not in state:
@@ -113,10 +110,25 @@ def resume(spark, path) -> "ProgressiveSQL":
     return job
 
 
+def progressive(spark, query, data=None, batches: int = 20, **options):
+    """Yield a :class:`.engine.Snapshot` after each batch of ``query``.
+
+    ``query`` is a TPC-H number or a spec path over the TPC-H folder ``data``; or, without ``data``, a plain
+    aggregate query over the user's own tables (SQL text or a DataFrame), whose progressive form is derived
+    from Spark's analysis of it (:func:`query`; a query it cannot batch is answered exactly in one step, and
+    the snapshot's ``exact_reason`` says why)."""
+    if data is None:
+        return iter(_query_of(spark, query, batches, **options))
+    return iter(ProgressiveQuery(spark, query, data, batches, **options))
+
+
+_query_of = query  # for progressive(), whose argument is named query too
+
+
 def _query(spark, sql_or_frame, batches, seed, order_seed, confidence, growth, layouts, batch_key=None):
     """:func:`query`; ``batch_key`` (a resumed run's) imposes the batching key and a layout by exactly it."""
     batches = batch_count(batches)
-    frame = _frame(spark, sql_or_frame)
+    frame = query_frame(spark, sql_or_frame)
     plan = sqlplan.analyzed(frame)
     try:
         derivation = derive(plan, name=_name(sql_or_frame), batch_key=batch_key or None)
@@ -125,8 +137,6 @@ def _query(spark, sql_or_frame, batches, seed, order_seed, confidence, growth, l
         return ExactQuery(frame, str(e), confidence)
     layout, note, co_layouts, root = None, None, [], False
     if layouts is not False:
-        from .layouts import default_root, find_layout, key_layout
-
         root = default_root() if layouts is None else layouts
         if batch_key is not None:
             layout = key_layout(root, derivation.fact, tuple(batch_key), batches, seed)
@@ -151,8 +161,6 @@ def _query(spark, sql_or_frame, batches, seed, order_seed, confidence, growth, l
 def _with_lookup(spark, derivation, root):
     """``derivation`` without a table's other columns in its groups (looked up by the table's key instead), where
     one of its :attr:`~.rewrite.Derivation.dependent_keys` has a key Spark finds unique (:func:`.unique.is_unique`)."""
-    from .unique import is_unique
-
     for dependent in derivation.dependent_keys:
         if is_unique(spark, dependent.leaf, dependent.key[1], root):
             return derivation.looking_up(dependent)
@@ -161,39 +169,6 @@ def _with_lookup(spark, derivation, root):
 
 def _name(sql_or_frame) -> str:
     return " ".join(sql_or_frame.split())[:60] if isinstance(sql_or_frame, str) else "dataframe"
-
-
-def _frame(spark, sql_or_frame):
-    """The query as an analyzed DataFrame; a one-line QueryError when Spark cannot analyze it."""
-    from pyspark.errors import PySparkException
-    from pyspark.sql import DataFrame
-
-    if isinstance(sql_or_frame, DataFrame):
-        return sql_or_frame
-    if not isinstance(sql_or_frame, str) or not sql_or_frame.strip():
-        raise QueryError(f"a query is SQL text or a DataFrame, not {sql_or_frame!r}")
-    try:
-        frame = spark.sql(sql_or_frame)
-        frame._jdf.queryExecution().assertAnalyzed()
-        return frame
-    except PySparkException as e:
-        raise QueryError(_one_line(e)) from None
-
-
-def spark_message(error) -> str:
-    """The first line of Spark's message of ``error``, spaces collapsed (a parse error's text starts with an
-    empty line, then the condition and the position, then the SQL with a caret under the error)."""
-    return " ".join(next((line for line in str(error).splitlines() if line.strip()), repr(error)).split())
-
-
-def _one_line(error) -> str:
-    """Spark's analysis error as one line, with the fix where the error is a common one."""
-    condition = getattr(error, "getCondition", lambda: None)() or ""
-    message = spark_message(error)
-    if "TABLE_OR_VIEW_NOT_FOUND" in condition or "TABLE_OR_VIEW_NOT_FOUND" in message:
-        return (f"{message} Fix: create the table or temporary view first (e.g. "
-                "spark.read.parquet(path).createOrReplaceTempView(name)), or read Parquet as parquet.`path`.")
-    return f"Spark cannot run the query: {message}"
 
 
 class ProgressiveSQL(ProgressiveQuery):
@@ -217,7 +192,7 @@ class ProgressiveSQL(ProgressiveQuery):
         if derivation.constants:  # uncorrelated scalar subqueries of HAVING: computed once, exactly
             import dataclasses
 
-            values = tuple((name, _frame_of(self.spark, e.jvm.plan()).collect()[0][0])
+            values = tuple((name, frame_of(self.spark, e.jvm.plan()).collect()[0][0])
                            for name, e in derivation.constants)
             self.spec = dataclasses.replace(self.spec, constants=values)
         self.data = None
@@ -263,7 +238,7 @@ class ProgressiveSQL(ProgressiveQuery):
                         notes=tuple(notes))
 
     def _rows(self, batch_ids) -> pd.DataFrame:
-        return _pandas(self.partial_frame(batch_ids))
+        return to_pandas(self.partial_frame(batch_ids))
 
     def partial_frame(self, batch_ids):
         """The partial totals of batches ``batch_ids`` per batch and group, as one Spark DataFrame."""
@@ -278,10 +253,10 @@ class ProgressiveSQL(ProgressiveQuery):
         reads.update(others)  # co-batched tables read in subqueries are replaced alike
         sites = {depth: reads for depth in {depth for depth, _ in d.subquery_sites} | set(d.co_batched_filters)}
         child = _rebuild(jvm, d.aggregate.children[0], d.fact_path, rplan, batch, sites, others=others)
-        frame = _frame_of(self.spark, child)
-        keys = [_column(jvm, e.jvm).alias(name) for name, e in d.keys]
-        totals = [_partial_column(jvm, p).alias(p.name) for p in d.partials]
-        return frame.groupBy(_column(jvm, batch).alias("rotary_batch"), *keys).agg(*totals)
+        frame = frame_of(self.spark, child)
+        keys = [column(jvm, e.jvm).alias(name) for name, e in d.keys]
+        totals = [_partialcolumn(jvm, p).alias(p.name) for p in d.partials]
+        return frame.groupBy(column(jvm, batch).alias("rotary_batch"), *keys).agg(*totals)
 
     def _replacement(self, batch_ids):
         """The fact table's rows of batches ``batch_ids`` with their batch as the last column."""
@@ -289,16 +264,14 @@ class ProgressiveSQL(ProgressiveQuery):
 
         if self.layout is not None:
             return self._layout_batches(self.layout, self.derivation.fact, batch_ids)
-        fact = _frame_of(self.spark, self.derivation.fact.jvm)
+        fact = frame_of(self.spark, self.derivation.fact.jvm)
         jvm = self.spark._jvm
-        key = [_column(jvm, a.jvm) for a in (self.derivation.batch_key or self.derivation.fact.output)]
+        key = [column(jvm, a.jvm) for a in (self.derivation.batch_key or self.derivation.fact.output)]
         batch = batch_of(key, self.seed, self._batches)
         return fact.withColumn(BATCH_ATTRIBUTE, batch).where(F.col(BATCH_ATTRIBUTE).isin(batch_ids))
 
     def _layout_batches(self, layout, leaf, batch_ids):
         """Batches ``batch_ids`` of ``layout`` as ``leaf``'s rows, the layout read once per leaf and query."""
-        from .layouts import batches_of
-
         key = (layout.folder, id(leaf))
         if key not in self._leaf_frames:
             self._leaf_frames[key] = layout.leaf_frame(self.spark, leaf)
@@ -311,9 +284,9 @@ class ProgressiveSQL(ProgressiveQuery):
         if self.layout is not None:
             return _without_batch(jvm, self._layout_batches(self.layout, leaf, batch_ids))
         names = [a.name for a in self.derivation.batch_key]
-        key = [_column(jvm, a.jvm) for a in leaf.output if a.name in names]
+        key = [column(jvm, a.jvm) for a in leaf.output if a.name in names]
         batch = batch_of(key, self.seed, self._batches)
-        frame = _frame_of(self.spark, leaf.jvm).where(batch.isin([int(b) for b in batch_ids]))
+        frame = frame_of(self.spark, leaf.jvm).where(batch.isin([int(b) for b in batch_ids]))
         return frame._jdf.queryExecution().analyzed()
 
     def _read_attributes(self, wanted: pd.Index) -> pd.DataFrame:
@@ -323,9 +296,9 @@ class ProgressiveSQL(ProgressiveQuery):
         lookup = self.derivation.lookup
         (label, attribute), columns = lookup.key, lookup.attributes
         values = [v.item() if hasattr(v, "item") else v for v in wanted.get_level_values(label).unique()]
-        key = _column(jvm, attribute.jvm)
-        frame = _frame_of(self.spark, lookup.leaf.jvm).where(key.isin(values))
-        table = _pandas(frame.select(key.alias(label), *[_column(jvm, e.jvm).alias(name) for name, e in columns]))
+        key = column(jvm, attribute.jvm)
+        frame = frame_of(self.spark, lookup.leaf.jvm).where(key.isin(values))
+        table = to_pandas(frame.select(key.alias(label), *[column(jvm, e.jvm).alias(name) for name, e in columns]))
         found = table.drop_duplicates(label).set_index(label).reindex(wanted.get_level_values(label))
         return found.set_axis(wanted)
 
@@ -345,9 +318,7 @@ class ProgressiveSQL(ProgressiveQuery):
     def tables_digest(self) -> str:
         """A digest of every file the query's tables read (path, size, modification time): a checkpoint
         resumes only over the same data."""
-        from .layouts import files_digest, table_files
-
-        return files_digest({node.source: table_files(node) for node in self.derivation.plan.walk()
+        return sqlplan.files_digest({node.source: sqlplan.table_files(node) for node in self.derivation.plan.walk()
                              if not node.children and node.source.startswith("files:")})
 
 
@@ -363,26 +334,13 @@ def _name_of(frame) -> str:
     return "query"
 
 
-def _frame_of(spark, plan):
-    from pyspark.sql import DataFrame
-
-    jvm = spark._jvm
-    return DataFrame(jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, plan), spark)
-
-
-def _column(jvm, expression):
-    from pyspark.sql import Column
-
-    return Column(jvm.org.apache.spark.sql.classic.ExpressionUtils.column(expression))
-
-
-def _partial_column(jvm, partial):
+def _partialcolumn(jvm, partial):
     from pyspark.sql import functions as F
 
     f = partial.function
     if f == "count_star":
         return F.count(F.lit(1))
-    x = _column(jvm, partial.argument.jvm)
+    x = column(jvm, partial.argument.jvm)
     if f == "sum":
         return F.sum(x)
     if f == "count":
@@ -475,7 +433,7 @@ class ExactQuery:
         if self.done:
             raise StopIteration("the exact answer is in")
         start = time.perf_counter()
-        result = _pandas(self.frame)
+        result = to_pandas(self.frame)
         self.elapsed_s += time.perf_counter() - start
         self._snapshot = Snapshot(1, 1, self.elapsed_s, result, pd.DataFrame(index=result.index), self.confidence,
                                   exact_reason=self.reason,

@@ -14,9 +14,11 @@ import logging
 from pathlib import Path
 
 from ..errors import SparkrmError
+from .frames import column, frame_of
+from .layout_root import CACHE_FILE, claim_root
+from .sqlplan import files_digest, table_files
 
 LOG = logging.getLogger(__name__)
-CACHE_FILE = "unique.json"
 
 
 def is_unique(spark, leaf, attribute, root=False) -> bool:
@@ -29,8 +31,6 @@ def is_unique(spark, leaf, attribute, root=False) -> bool:
         return known[key]
     answer = _count(spark, leaf, attribute)
     if cache is not None:
-        from .layouts import claim_root
-
         try:
             claim_root(cache.parent)  # only into a layouts folder of sparkrm's: never over a file of the user's
             tmp = cache.with_name(cache.name + ".tmp")
@@ -45,10 +45,8 @@ def is_unique(spark, leaf, attribute, root=False) -> bool:
 def _count(spark, leaf, attribute) -> bool:
     from pyspark.sql import functions as F
 
-    from .sqlquery import _column, _frame_of
-
-    column = _column(spark._jvm, attribute.jvm)
-    grouped = _frame_of(spark, leaf.jvm).groupBy(column.alias("key")).count()
+    key = column(spark._jvm, attribute.jvm)
+    grouped = frame_of(spark, leaf.jvm).groupBy(key.alias("key")).count()
     repeated = grouped.where((F.col("count") > 1) | F.col("key").isNull()).limit(1)
     return repeated.count() == 0
 
@@ -57,8 +55,6 @@ def _cache_key(leaf, attribute) -> str | None:
     """The table's source, the column and a digest of the table's files (None: not a file table)."""
     if not leaf.source.startswith("files:"):
         return None
-    from .layouts import files_digest, table_files
-
     return f"{leaf.source}|{attribute.name}|{files_digest(table_files(leaf))[:16]}"
 
 

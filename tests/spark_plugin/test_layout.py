@@ -112,6 +112,60 @@ def test_the_shared_place_imports_no_system_and_neither_spark_nor_tensorflow():
     assert not named, "\n".join(named)
 
 
+def module_of(path: Path, package: str) -> str:
+    """The dotted name of the module at ``path`` inside ``package`` (a package's ``__init__``: the package)."""
+    parts = path.relative_to(folder(package)).with_suffix("").parts
+    return ".".join([package, *parts[:-1]] + ([] if parts[-1] == "__init__" else [parts[-1]]))
+
+
+def import_graph(package: str) -> dict[str, set[str]]:
+    """Module -> the modules of ``package`` it imports, at the top or inside a function (a deferred import
+    still joins two modules: it only hides the circle from the interpreter), a package's ``__init__`` left
+    out (it re-exports its modules, which is no dependency of theirs on each other)."""
+    modules = {module_of(p, package): p for p in python_files(package) if p.name != "__init__.py"}
+    graph = {}
+    for name, path in modules.items():
+        targets = set()
+        for _, module, names in imports(path, package):
+            targets |= {m for m in (module, *(f"{module}.{n}" for n in names)) if m in modules and m != name}
+        graph[name] = targets
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(node):
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = []
+            while not group or group[-1] != node:
+                group.append(stack.pop())
+                on_stack.discard(group[-1])
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+@pytest.mark.parametrize("package", sorted(PACKAGES | {SHARED}))
+def test_no_system_has_an_import_circle(package):
+    """A circle means no module of it can be read, changed or tested without the others."""
+    assert not circles(import_graph(package)), circles(import_graph(package))
+
+
 def test_the_old_flat_paths_still_import_with_a_deprecation_warning():
     for old, new in [("tf_packing.hyperband", "tf_packing.tuner.hyperband"),
                      ("tf_packing.batching", "tf_packing.repack.batching"),
