@@ -135,9 +135,9 @@ def measure(spark, q: int, sql: str, args) -> dict:
         rounds.append({k: round(v, 3) for k, v in timing.items()})
     record["progressive"] = not isinstance(job, ExactQuery)
     if record["progressive"]:
-        record.update(fact=job.derivation.fact_name.rsplit("/", 1)[-1],
-                      key=[a.name for a in job.derivation.batch_key], exact_groups=job.spec.exact_groups,
-                      layout=job.layout is not None)
+        record.update(fact=job.source.derivation.fact_name.rsplit("/", 1)[-1],
+                      key=[a.name for a in job.source.derivation.batch_key], exact_groups=job.spec.exact_groups,
+                      layout=job.source.layout is not None)
     else:
         record["reason"] = job.reason
     record["notes"] = list(snapshots[-1].notes)

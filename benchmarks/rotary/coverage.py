@@ -3,7 +3,7 @@
 Issue 36's bar: 95% intervals cover the exact value in >= 93% of (query, cell, snapshot) cases, over at
 least 10 queries that are not TPC-H's 22, over the TPC-H tables and over a second generated schema of
 another shape (skewed groups, a many-to-many bridge, NULLs). Each query's per-batch partial totals come
-from one Spark query (``ProgressiveSQL.partials`` over every batch); ``--orders`` random batch orders are
+from one Spark query (``ProgressiveQuery.partials`` over every batch); ``--orders`` random batch orders are
 then replayed through the engine's own ``RunningTotals.estimate``, and every interval cell (an aggregate
 with an interval, in a group of the exact answer) after ``--seen`` batches is checked against the exact
 value. Cells of groups that lie whole in a batch (exact once seen, half-width 0) and running values (MIN,

@@ -12,6 +12,11 @@ query processes ``growth - 1`` times the batches done so far, so 1, 3, then the 
 default 4), which keeps the first estimate one batch away and the number of queries logarithmic. At
 SF 1, growth 4 gave the exact final answer sooner than 2 on every query tried, with first estimates
 as early.
+What a batch holds comes from the query's *source*, held by composition: a hand-written TPC-H spec over
+batched data (:class:`.spec_source.SpecSource`, this module's constructor) or a plain query's plan with the
+fact table substituted (:class:`.sqlquery.PlanSource`, :func:`.sqlquery.query`). The engine keeps every
+piece of a run's state (batch order, running totals, chunks computed ahead, attributes looked up), so a
+change to it is made here once, for every front end.
 A job can stop at any step boundary, :meth:`ProgressiveQuery.checkpoint` to disk and later
 :meth:`resume` exactly where it was: same batch order, same totals, same trajectory.
 """
@@ -21,7 +26,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,9 +34,9 @@ import pandas as pd
 
 from ..errors import NotOursError
 from ..ownership import FolderKind
-from .batches import BATCH_COLUMN, BatchedData, prepare
-from .frames import to_pandas
-from .spec import CONFIDENCE, QuerySpec, QuerySpecError, load
+from .batches import BATCH_COLUMN
+from .spec import CONFIDENCE, QuerySpec, QuerySpecError
+from .spec_source import SpecSource
 from .totals import RunningTotals
 
 STATE_FILE = "state.json"
@@ -41,11 +45,6 @@ ATTRIBUTE_PREFETCH = 2
 TOTALS_FILE = "totals.parquet"
 #: A checkpoint folder: its state and running totals, nothing else (anything else there is the user's).
 CHECKPOINT = FolderKind("Rotary checkpoint", (STATE_FILE, TOTALS_FILE))
-
-#: Cached static views in use, by (data folder, view SQL): how many open queries use each. Spark's cache is
-#: keyed by plan, not by owner, so a view is uncached only when the last query using it closes.
-_STATIC_USERS: dict[tuple[str, str], int] = {}
-_STATIC_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -72,32 +71,44 @@ class Snapshot:
 
 
 class ProgressiveQuery:
-    """One progressive query over batched TPC-H data; :meth:`step` processes one batch."""
+    """One progressive query; :meth:`step` processes one batch. ``ProgressiveQuery(spark, query, data, ...)``
+    runs TPC-H spec ``query`` over folder ``data``; :meth:`over` runs any other source."""
 
     def __init__(self, spark, query, data, batches: int = 20, seed: int = 0, order_seed: int | None = None,
                  confidence: float = 0.95, growth: float = 4.0):
+        self._begin(SpecSource(spark, query, data, batches, seed), seed if order_seed is None else order_seed,
+                    confidence, growth)
+
+    @classmethod
+    def over(cls, source, order_seed: int, confidence: float = 0.95, growth: float = 4.0) -> "ProgressiveQuery":
+        """A progressive query reading its batches from ``source`` (a :class:`.spec_source.SpecSource`, a
+        :class:`.sqlquery.PlanSource`: ``spark``, ``name``, ``spec``, ``batches``, ``rows(batch_ids)``,
+        ``read_attributes(wanted)``, ``snapshot_notes(totals)``, ``state()``, ``holding`` and ``close()``)."""
+        job = cls.__new__(cls)
+        job._begin(source, order_seed, confidence, growth)
+        return job
+
+    def _begin(self, source, order_seed: int, confidence: float, growth: float) -> None:
+        """The run's whole state, for every source (the one place it is set up)."""
         CONFIDENCE.check(confidence, what="confidence")
         if not growth >= 1:
             raise ValueError(f"growth must be >= 1 (1: one Spark query per batch), not {growth!r}")
-        self.spark = spark.newSession()  # its own temp views and SQL conf: jobs run side by side
-        self.spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
-        self.query = query
-        self.spec: QuerySpec = load(query)
-        self.data: BatchedData = prepare(spark, Path(data).expanduser(), batches, seed, layouts=(self.spec.layout,))
+        self.source = source
+        self.spark = source.spark
+        self.query = source.name
+        self.spec: QuerySpec = source.spec
         self.confidence = confidence
-        self.order_seed = seed if order_seed is None else order_seed
-        self.order = random.Random(self.order_seed).sample(range(batches), batches)
+        self.order_seed = order_seed
+        self.order = random.Random(order_seed).sample(range(source.batches), source.batches)
         self.growth = growth if self.spec.by_batch else 1.0
         self.elapsed_s = 0.0
         self._totals: RunningTotals | None = None
-        self._frames: dict | None = None  # the tables, read once
         self._ready: list[pd.DataFrame] = []  # partials of the next batches, computed by the last chunk
-        self._statics: list = []  # this query's cached static views, while it holds them
         self._attributes: pd.DataFrame | None = None  # the spec's @attributes of the keys looked up so far
 
     @property
     def batches(self) -> int:
-        return self.data.batches
+        return self.source.batches
 
     @property
     def batches_done(self) -> int:
@@ -149,15 +160,10 @@ class ProgressiveQuery:
         return self.snapshot()
 
     def close(self) -> None:
-        """Let go of the cached static views (done by itself after the last batch; a query abandoned earlier
-        should close, or be used as a context manager). It can still step: the views are cached again."""
-        with _STATIC_LOCK:
-            for key, frame in self._statics:
-                _STATIC_USERS[key] -= 1
-                if not _STATIC_USERS[key]:
-                    del _STATIC_USERS[key]
-                    frame.unpersist()
-        self._statics = []
+        """Let go of what the source holds between steps (a TPC-H spec's cached static views; done by itself
+        after the last batch; a query abandoned earlier should close, or be used as a context manager). It
+        can still step: the views are cached again."""
+        self.source.close()
 
     def __enter__(self) -> "ProgressiveQuery":
         return self
@@ -171,7 +177,7 @@ class ProgressiveQuery:
             raise RuntimeError(f"{self.spec.name}: no batch processed yet")
         result, ci = self._totals.estimate(self.spec, self.batches, self.confidence)
         return Snapshot(self.batches_done, self.batches, self.elapsed_s, self._with_attributes(result), ci,
-                        self.confidence)
+                        self.confidence, notes=self.source.snapshot_notes(self._totals))
 
     def __iter__(self):
         while not self.done:
@@ -184,13 +190,13 @@ class ProgressiveQuery:
         if len(batch_ids) > 1 and not self.spec.by_batch:
             raise QuerySpecError(f"{self.spec.name}: its SQL does not group by {BATCH_COLUMN}, so one query "
                                  "answers one batch")
-        return self._split(self._rows(batch_ids), batch_ids)
+        return self._split(self.source.rows(batch_ids), batch_ids)
 
     def exact(self) -> pd.DataFrame:
-        """The exact answer, by the same spec over the whole data in one Spark query (for accuracy)."""
+        """The exact answer, by the same source over the whole data in one Spark query (for accuracy)."""
         everything = range(self.batches)
-        holding = bool(self._statics)
-        rows = self._rows(everything)
+        holding = self.source.holding
+        rows = self.source.rows(everything)
         if not holding:
             self.close()
         batches = self._split(rows, everything) if self.spec.by_batch else [rows]
@@ -198,32 +204,6 @@ class ProgressiveQuery:
         for batch in batches:
             totals.add(batch)
         return self._with_attributes(totals.estimate(self.spec, len(batches), self.confidence)[0])  # scale 1
-
-    def _rows(self, batch_ids) -> pd.DataFrame:
-        """The spec's SQL result over batches ``batch_ids`` (one Spark query)."""
-        if self.spec.statics and not self._statics:
-            self._show(range(self.batches))  # they see whole tables
-            self._cache_statics()
-        self._show(batch_ids)
-        self._narrow_statics()
-        return to_pandas(self.spark.sql(self.spec.sql))  # through Arrow: a chunk can hold 10^5 groups
-
-    def _narrow_statics(self) -> None:
-        """Point the static views at their cached frames read no wider than this session's file scans.
-
-        A cached frame keeps the partitions of the query that computed it, which may have had more cores;
-        an arbiter that grants this job fewer narrows its scans (``spark.sql.files.maxPartitionNum``), and
-        without the same bound on the cache a scan of it is a stage wider than the grant, which a capped
-        pool can only run whole (the workload benchmark counted a third of all epochs over their cores)."""
-        widest = self.spark.conf.get("spark.sql.files.maxPartitionNum", None)
-        for (view, _), (_, frame) in zip(self.spec.statics, self._statics):
-            (frame.coalesce(int(widest)) if widest else frame).createOrReplaceTempView(view)
-
-    def _show(self, batch_ids) -> None:
-        """Point the sampled tables' views at batches ``batch_ids`` (the tables are opened once)."""
-        if self._frames is None:
-            self._frames = self.data.open(self.spark, self.spec.layout)
-        self.data.show_batches(self._frames, batch_ids)
 
     def _with_attributes(self, result: pd.DataFrame) -> pd.DataFrame:
         """``result`` with the spec's ``@attributes`` looked up by key, in the spec's column order."""
@@ -269,35 +249,7 @@ class ProgressiveQuery:
         known = self._attributes.index if self._attributes is not None else index[:0]
         new = index.difference(known)
         if not new.empty:
-            self._attributes = pd.concat([self._attributes, self._read_attributes(new)])
-
-    def _read_attributes(self, wanted: pd.Index) -> pd.DataFrame:
-        """The ``@attributes-from`` rows of keys ``wanted``, indexed by the keys (one Spark query, filtered on
-        each key column so that Parquet skips what it can; a key without a row gets NULL attributes)."""
-        from pyspark.sql import functions as F
-
-        self._show(range(self.batches))  # whole tables
-        frame = self.spark.sql(self.spec.attributes_sql)
-        missing = [c for c in (*self.spec.keys, *self.spec.attributes) if c not in frame.columns]
-        if missing:
-            raise QuerySpecError(f"{self.spec.name}: {missing} are not columns of its @attributes-from result")
-        for key in self.spec.keys:
-            values = wanted.get_level_values(key).unique()
-            frame = frame.where(F.col(key).isin([v.item() if hasattr(v, "item") else v for v in values]))
-        table = to_pandas(frame.select(*self.spec.keys, *self.spec.attributes)).set_index(list(self.spec.keys))
-        return table[~table.index.duplicated()].reindex(wanted)
-
-    def _cache_statics(self) -> None:
-        """Register the spec's static views, cached: the first query that reads one computes it once."""
-        with _STATIC_LOCK:
-            for view, sql in self.spec.statics:
-                frame = self.spark.sql(sql)
-                key = (str(self.data.data), sql)
-                if key not in _STATIC_USERS:
-                    frame.cache()
-                _STATIC_USERS[key] = _STATIC_USERS.get(key, 0) + 1
-                self._statics.append((key, frame))
-                frame.createOrReplaceTempView(view)
+            self._attributes = pd.concat([self._attributes, self.source.read_attributes(new)])
 
     def _split(self, rows: pd.DataFrame, batch_ids) -> list[pd.DataFrame]:
         """Each batch's rows of a result grouped by batch, without the batch column. A batch with no row
@@ -330,10 +282,11 @@ class ProgressiveQuery:
         (:attr:`batches_ready`) are not written: a resumed query computes them again.
         :class:`.suspension.SuspendableQuery` delivers them first. ``context``, any JSON-able dict, is kept
         with the state for the caller (:func:`read_state` returns it)."""
+        source = self.source.state()  # first: a source that cannot be rebuilt from a file refuses here
         path, tmp = check_checkpoint(path), _staging(Path(path).expanduser())
         CHECKPOINT.remove(tmp)  # an earlier, interrupted checkpoint's
         CHECKPOINT.claim(tmp)
-        state = {**self._source(), "batches": self.batches, "order_seed": self.order_seed, "order": self.order,
+        state = {**source, "batches": self.batches, "order_seed": self.order_seed, "order": self.order,
                  "confidence": self.confidence, "growth": self.growth,
                  "batches_done": self.batches_done, "elapsed_s": self.elapsed_s,
                  "totals": self._totals.totals if self._totals else None, "context": context or {}}
@@ -341,11 +294,6 @@ class ProgressiveQuery:
             self._totals.save(tmp / TOTALS_FILE)
         (tmp / STATE_FILE).write_text(json.dumps(state, indent=1))
         return CHECKPOINT.replace(path, tmp)
-
-    def _source(self) -> dict:
-        """What a resumed run rebuilds the query from: its spec and batched data."""
-        return {"query": str(self.spec.path if not str(self.query).isdigit() else int(self.query)),
-                "data": str(self.data.data), "seed": self.data.seed}
 
     @classmethod
     def resume(cls, spark, path) -> "ProgressiveQuery":

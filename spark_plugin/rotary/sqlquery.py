@@ -1,9 +1,9 @@
 """A user's own aggregate query, SQL text or DataFrame, run progressively by the one engine.
 
 :func:`query` reads Spark's analyzed plan of the query (:mod:`.sqlplan`), derives its progressive spec
-(:mod:`.rewrite`) and returns a :class:`ProgressiveSQL`: the engine of the TPC-H specs
-(:class:`.engine.ProgressiveQuery`: chunks of batches per Spark query, :class:`.totals.RunningTotals`,
-intervals, ordering), fed by per-chunk partial queries built from the plan itself. A query the rewrite
+(:mod:`.rewrite`) and returns the one engine (:class:`.engine.ProgressiveQuery`: chunks of batches per Spark
+query, :class:`.totals.RunningTotals`, intervals, ordering) over a :class:`PlanSource`, whose per-chunk
+partial queries are built from the plan itself. A query the rewrite
 cannot answer batch by batch becomes an :class:`ExactQuery`: one step, the plain query's answer, and
 the reason in :attr:`.engine.Snapshot.exact_reason`.
 
@@ -35,7 +35,7 @@ from .frames import QueryError, column, frame_of, query_frame, to_pandas
 from .layout_root import default_root
 from .layouts import batches_of, find_layout, key_layout
 from .rewrite import NotProgressive, derive, describe
-from .spec import CONFIDENCE, batch_count, batch_of
+from .spec import batch_count, batch_of
 from .unique import is_unique
 
 LOG = logging.getLogger(__name__)
@@ -65,8 +65,9 @@ def query(spark, sql_or_frame, batches: int = 20, seed: int = 0, order_seed: int
 
     Returns
     -------
-    ProgressiveSQL or ExactQuery
-        Both iterate over :class:`.engine.Snapshot` objects, the last one exact.
+    ProgressiveQuery or ExactQuery
+        A progressive query (its ``source`` a :class:`PlanSource`) or an exact one; both iterate over
+        :class:`.engine.Snapshot` objects, the last one exact.
 
     Raises
     ------
@@ -81,9 +82,10 @@ def query(spark, sql_or_frame, batches: int = 20, seed: int = 0, order_seed: int
     return _query(spark, sql_or_frame, batches, seed, order_seed, confidence, growth, layouts)
 
 
-def resume(spark, path) -> "ProgressiveSQL":
-    """A plain query's run continued from checkpoint folder ``path`` (:meth:`ProgressiveSQL.checkpoint`), in
-    ``spark``, whose tables and temporary views must resolve the query as when it was checkpointed.
+def resume(spark, path) -> ProgressiveQuery:
+    """A plain query's run continued from checkpoint folder ``path`` (written by
+    :meth:`.engine.ProgressiveQuery.checkpoint`), in ``spark``, whose tables and temporary views must resolve
+    the query as when it was checkpointed.
 
     Raises
     ------
@@ -100,10 +102,11 @@ def resume(spark, path) -> "ProgressiveSQL":
                          "ProgressiveQuery.resume (or the run command's --resume)")
     job = _query(spark, state["sql"], state["batches"], state["seed"], state["order_seed"], state["confidence"],
                  state["growth"], state["layouts"], batch_key=tuple(state["batch_key"]))
-    if not isinstance(job, ProgressiveSQL) or [a.name for a in job.derivation.batch_key] != state["batch_key"]:
+    if not isinstance(getattr(job, "source", None), PlanSource) or \
+            [a.name for a in job.source.derivation.batch_key] != state["batch_key"]:
         raise QueryError(f"{path}: the query no longer runs by the batches it was checkpointed with; run it from "
                          "the start")
-    if job.tables_digest() != state["tables"]:
+    if job.source.tables_digest() != state["tables"]:
         raise QueryError(f"{path}: a table the query reads changed since the checkpoint (new, removed or changed "
                          "files); its running totals would mix two versions: run the query from the start")
     job._restore(state, path)
@@ -152,10 +155,10 @@ def _query(spark, sql_or_frame, batches, seed, order_seed, confidence, growth, l
     LOG.info("progressive: batching %s by %s into %d batches (%s)", derivation.fact_name,
              [a.name for a in derivation.batch_key] or "the whole row", batches,
              f"layout {layout.folder}" if layout else "hashed on the fly")
-    return ProgressiveSQL(spark, frame, derivation, batches=batches, seed=seed, order_seed=order_seed,
-                          confidence=confidence, growth=growth, layout=layout, layout_note=note,
-                          co_layouts=co_layouts, sql=sql_or_frame if isinstance(sql_or_frame, str) else None,
-                          layouts_root=root)
+    source = PlanSource(spark, frame, derivation, batches=batches, seed=seed, layout=layout, layout_note=note,
+                        co_layouts=co_layouts, sql=sql_or_frame if isinstance(sql_or_frame, str) else None,
+                        layouts_root=root)
+    return ProgressiveQuery.over(source, seed if order_seed is None else order_seed, confidence, growth)
 
 
 def _with_lookup(spark, derivation, root):
@@ -171,21 +174,16 @@ def _name(sql_or_frame) -> str:
     return " ".join(sql_or_frame.split())[:60] if isinstance(sql_or_frame, str) else "dataframe"
 
 
-class ProgressiveSQL(ProgressiveQuery):
-    """A plain aggregate query answered batch by batch (see the module docstring)."""
+class PlanSource:
+    """A plain aggregate query's batches, from its plan with the fact table substituted (see the module
+    docstring): the source of a :class:`.engine.ProgressiveQuery` (:func:`query` builds one)."""
 
-    def __init__(self, spark, frame, derivation, batches: int = 20, seed: int = 0, order_seed: int | None = None,
-                 confidence: float = 0.95, growth: float = 4.0, layout=None, layout_note: str | None = None,
-                 co_layouts: list | None = None, sql: str | None = None, layouts_root=False):
-        import random
-
-        CONFIDENCE.check(confidence, what="confidence")
-        if not growth >= 1:
-            raise ValueError(f"growth must be >= 1 (1: one Spark query per batch), not {growth!r}")
-        self.user_spark = spark
+    def __init__(self, spark, frame, derivation, batches: int = 20, seed: int = 0, layout=None,
+                 layout_note: str | None = None, co_layouts: list | None = None, sql: str | None = None,
+                 layouts_root=False):
         self.spark = spark.newSession()  # the plan is resolved: its own SQL conf, the same tables
         self.spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
-        self.query, self.frame, self.derivation = _name_of(frame), frame, derivation
+        self.name, self.frame, self.derivation = "query", frame, derivation
         self.sql = sql  # the text a checkpoint resumes from (None for a DataFrame)
         self.layouts_root = layouts_root  # where its layouts were looked up (False: none)
         self.spec = derivation.spec
@@ -195,18 +193,7 @@ class ProgressiveSQL(ProgressiveQuery):
             values = tuple((name, frame_of(self.spark, e.jvm.plan()).collect()[0][0])
                            for name, e in derivation.constants)
             self.spec = dataclasses.replace(self.spec, constants=values)
-        self.data = None
         self._batches, self.seed = batches, seed
-        self.confidence = confidence
-        self.order_seed = seed if order_seed is None else order_seed
-        self.order = random.Random(self.order_seed).sample(range(batches), batches)
-        self.growth = growth
-        self.elapsed_s = 0.0
-        self._totals = None
-        self._frames = None
-        self._ready: list[pd.DataFrame] = []
-        self._statics: list = []
-        self._attributes = None
         self.layout = layout
         self.notes = list(derivation.notes) + ([layout_note] if layout_note else [])
         if self.layout is None:
@@ -227,17 +214,17 @@ class ProgressiveSQL(ProgressiveQuery):
     def batches(self) -> int:
         return self._batches
 
-    def snapshot(self) -> Snapshot:
-        snap = super().snapshot()
+    def snapshot_notes(self, totals) -> tuple[str, ...]:
+        """How the batches are read, and the groups of a HAVING answer that may still change side."""
         notes = list(self.notes)
-        shown, left_out = self._totals.having_near
+        shown, left_out = totals.having_near
         if shown or left_out:
             notes.append(f"HAVING: {shown} group(s) shown and {left_out} left out lie within their interval of "
                          "the threshold (they may change side)")
-        return Snapshot(snap.batch, snap.batches, snap.elapsed_s, snap.result, snap.ci, snap.confidence,
-                        notes=tuple(notes))
+        return tuple(notes)
 
-    def _rows(self, batch_ids) -> pd.DataFrame:
+    def rows(self, batch_ids) -> pd.DataFrame:
+        """The partial totals of batches ``batch_ids`` per batch and group, collected (one Spark query)."""
         return to_pandas(self.partial_frame(batch_ids))
 
     def partial_frame(self, batch_ids):
@@ -289,7 +276,7 @@ class ProgressiveSQL(ProgressiveQuery):
         frame = frame_of(self.spark, leaf.jvm).where(batch.isin([int(b) for b in batch_ids]))
         return frame._jdf.queryExecution().analyzed()
 
-    def _read_attributes(self, wanted: pd.Index) -> pd.DataFrame:
+    def read_attributes(self, wanted: pd.Index) -> pd.DataFrame:
         """The looked-up columns (:attr:`.rewrite.Derivation.lookup`) of the groups ``wanted``, indexed like it:
         one Spark query over their table, filtered on the unique key."""
         jvm = self.spark._jvm
@@ -302,15 +289,17 @@ class ProgressiveSQL(ProgressiveQuery):
         found = table.drop_duplicates(label).set_index(label).reindex(wanted.get_level_values(label))
         return found.set_axis(wanted)
 
-    def checkpoint(self, path, context: dict | None = None):
-        """Write the running state to folder ``path`` (see :meth:`.engine.ProgressiveQuery.checkpoint`);
-        :func:`resume` continues it. A query given as a DataFrame cannot be rebuilt from a file: QueryError."""
+    holding = False  # nothing is held between steps
+
+    def close(self) -> None:
+        pass
+
+    def state(self) -> dict:
+        """What :func:`resume` rebuilds the query from. A query given as a DataFrame cannot be rebuilt from a
+        file: QueryError."""
         if self.sql is None:
             raise QueryError("a query given as a DataFrame cannot be checkpointed (there is no text to rebuild "
                              "it from); give the query as SQL text over tables or temporary views")
-        return super().checkpoint(path, context)
-
-    def _source(self) -> dict:
         return {"sql": self.sql, "seed": self.seed, "batch_key": [a.name for a in self.derivation.batch_key],
                 "layouts": False if self.layouts_root is False else str(self.layouts_root),
                 "tables": self.tables_digest()}
@@ -328,10 +317,6 @@ def _without_batch(jvm, frame):
     plan = frame._jdf.queryExecution().analyzed()
     return jvm.org.apache.spark.sql.catalyst.plans.logical.Project(
         sqlplan.seq(jvm, sqlplan.items(plan.output())[:-1]), plan)
-
-
-def _name_of(frame) -> str:
-    return "query"
 
 
 def _partialcolumn(jvm, partial):

@@ -19,7 +19,7 @@ import pytest
 from benchmarks.tpch.data import ensure_dataset
 from spark_plugin import rotary
 from spark_plugin.errors import NotOursError
-from spark_plugin.rotary.sqlquery import ExactQuery, ProgressiveSQL, QueryError
+from spark_plugin.rotary.sqlquery import ExactQuery, PlanSource, QueryError
 
 SPARK_SESSION = dict(master="local[2]", features=[], conf={"spark.sql.shuffle.partitions": "4",
                                                             "spark.ui.enabled": "false"})
@@ -176,7 +176,7 @@ def run_to_the_exact_answer(spark, job, sql: str, taken=()) -> list:
     """Every snapshot of ``job``, the progressive form of ``sql`` (``taken``: those its steps gave already),
     checked: one per batch, none answered exactly instead, and the last equal to vanilla Spark's answer with no
     uncertainty left."""
-    assert isinstance(job, ProgressiveSQL), getattr(job, "reason", None)
+    assert isinstance(getattr(job, "source", None), PlanSource), getattr(job, "reason", None)
     snapshots = [*taken, *job]
     assert [s.batch for s in snapshots] == list(range(1, BATCHES + 1))
     assert all(s.exact_reason is None for s in snapshots)
@@ -290,7 +290,7 @@ def test_a_prepared_layout_is_resumable_and_used_by_later_queries(spark, tables,
     assert not list(root.rglob("*.tmp")), "nothing half-written is left"
     sql = PROGRESSIVE["parquet-path"].format(**tables)
     job = rotary.progressive_query(spark, sql, batches=BATCHES, layouts=root)
-    assert job.layout is not None and job.layout.folder == layout.folder
+    assert job.source.layout is not None and job.source.layout.folder == layout.folder
     snapshots = run_to_the_exact_answer(spark, job, sql)  # the last: vanilla Spark's answer
     assert not any("not prepared" in n for n in snapshots[-1].notes)
 
@@ -310,9 +310,9 @@ def test_layouts_prepared_for_queries_are_one_per_table_and_key_and_each_query_r
     for name in batched:
         sql = PROGRESSIVE[name]
         job = rotary.progressive_query(spark, sql, batches=BATCHES, layouts=root)
-        assert job.layout is not None and job.layout.key == (("l_suppkey",) if name == "correlated-on-key"
-                                                             else ("l_orderkey",))
-        co_batched[name] = sorted(layout.key for _, layout in job.co_layouts)
+        own = job.source.layout
+        assert own is not None and own.key == (("l_suppkey",) if name == "correlated-on-key" else ("l_orderkey",))
+        co_batched[name] = sorted(layout.key for _, layout in job.source.co_layouts)
         run_to_the_exact_answer(spark, job, sql)  # its last snapshot: vanilla Spark's answer
     assert co_batched == {"groups-by-key": [("o_orderkey",)], "self-join": [("l_orderkey",)],
                           "join-having-top": [("o_orderkey",)], "correlated-on-key": []}
@@ -328,7 +328,7 @@ def test_a_layout_older_than_its_table_is_not_used(spark, tables, session_dir):
     spark.read.parquet(tables["sales_path"]).where("store = 5").write.mode("append").parquet(str(folder))
     sql = f"select store, sum(units) from parquet.`{folder}` group by store"
     job = rotary.progressive_query(spark, sql, batches=BATCHES, layouts=root)
-    assert job.layout is None
+    assert job.source.layout is None
     final = list(job)[-1]
     assert any("older than its table" in n for n in final.notes) and any("not prepared" in n for n in final.notes)
     assert_same_answer(final.result, spark.sql(sql).toPandas(), ordered=False)
@@ -395,7 +395,8 @@ def test_tables_in_outer_joins_and_correlated_subqueries_are_read_by_the_same_ba
     for name, (table, key) in expected.items():
         sql = PROGRESSIVE[name]
         job = rotary.progressive_query(spark, sql, batches=BATCHES, layouts=root)
-        assert [(layout.source.rsplit("/", 1)[-1], layout.key) for _, layout in job.co_layouts] == [(table, (key,))]
+        co_layouts = job.source.co_layouts
+        assert [(layout.source.rsplit("/", 1)[-1], layout.key) for _, layout in co_layouts] == [(table, (key,))]
         snapshots = list(job)
         assert any(f"{table} is read by the same batches" in n for n in snapshots[0].notes)
         whole = run_to_the_exact_answer(  # every other read whole; its last snapshot: vanilla Spark's answer
@@ -423,8 +424,8 @@ def test_columns_of_a_unique_key_are_looked_up_for_the_answer_rows_only(spark, t
              group by c_custkey, c_name, c_address, n_name order by revenue desc limit 7"""
     job = rotary.progressive_query(spark, sql, batches=BATCHES, growth=1)
     assert job.spec.keys == ("c_custkey", "n_name") and job.spec.attributes == ("c_name", "c_address")
-    assert [name for name, _ in job.derivation.keys] == ["c_custkey", "n_name"]  # the partial query's groups
-    assert any("looked up by c_custkey" in n for n in job.notes)
+    assert [name for name, _ in job.source.derivation.keys] == ["c_custkey", "n_name"]  # the partial query's groups
+    assert any("looked up by c_custkey" in n for n in job.source.notes)
     looked_up = list(job)
     monkeypatch.setattr(sqlquery, "_with_lookup", lambda spark, derivation, root: derivation)
     grouped = list(rotary.progressive_query(spark, sql, batches=BATCHES, growth=1))
@@ -547,6 +548,6 @@ def test_the_uniqueness_answer_is_never_written_into_a_folder_of_the_users(spark
     sql = """select c_custkey, c_name, sum(o_totalprice) as spent from customer join orders on c_custkey = o_custkey
              group by c_custkey, c_name order by spent desc limit 5"""
     job = rotary.progressive_query(spark, sql, batches=BATCHES, layouts=mine)
-    assert job.derivation.lookup is not None  # Spark was asked whether c_custkey is unique: yes, not remembered
+    assert job.source.derivation.lookup is not None  # Spark was asked whether c_custkey is unique: yes, not remembered
     assert (mine / CACHE_FILE).read_text() == "my own notes"
     assert sorted(p.name for p in mine.iterdir()) == ["thesis.tex", CACHE_FILE]
