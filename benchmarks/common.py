@@ -8,6 +8,7 @@ samples and ratios), so reports can be rendered again from the JSON alone.
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import os
 import platform
@@ -64,6 +65,14 @@ def git_sha() -> str:
     return sha + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
+@functools.cache
+def java_version() -> str | None:
+    """The first line of ``java -version`` (a JVM start: asked once per process, the JDK does not change)."""
+    java = [line for line in subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()
+            if not line.startswith("Picked up")]  # the JVM's note on JAVA_TOOL_OPTIONS, not its version
+    return java[0] if java else None
+
+
 def run_metadata(conf: dict) -> dict:
     """Versions, machine and configuration of this run."""
     import importlib.metadata as md
@@ -74,15 +83,13 @@ def run_metadata(conf: dict) -> dict:
         except md.PackageNotFoundError:
             return None
 
-    java = [line for line in subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()
-            if not line.startswith("Picked up")]  # the JVM's note on JAVA_TOOL_OPTIONS, not its version
     return {
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         "git_sha": git_sha(),
         "python": sys.version.split()[0],
         "pyspark": version("pyspark"),
         "tensorflow": version("tensorflow"),
-        "java": java[0] if java else None,
+        "java": java_version(),
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
                     "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)},
         "conf": conf,
