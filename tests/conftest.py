@@ -55,7 +55,6 @@ SLOW_MODULES = {  # paths under tests/; summed junit test time of one full run u
     "tf_packing/test_model_pool.py": 62,
     "cluster/test_emulated_cluster.py": 61,
     "advisor/test_event_logs.py": 57,
-    "spark_plugin/test_cli_fuzz.py": 52,
     "advisor/test_telemetry_runs.py": 52,
     "wrangler/test_cluster.py": 49,
     "rotary/test_benchmark.py": 49,

@@ -57,6 +57,24 @@ def test_driver_scale_pushes_the_same_merges_with_a_fraction_of_polling_requests
     assert push["delay_ms"] and poll["delay_ms"]  # each mode timed its deliveries
 
 
+def test_the_old_schedulers_classes_are_kept_whole_once_and_used_where_the_cache_cannot_be_written(tmp_path):
+    """The cache of :func:`benchmarks.riffle.driver_scale.poll_scheduler`: a copy appears whole or not at all, a
+    copy already there is kept, and an unwritable cache leaves the run its own classes."""
+    from benchmarks.riffle.driver_scale import _kept
+
+    classes = tmp_path / "compiled"
+    (classes / "dev").mkdir(parents=True)
+    (classes / "dev" / "A.class").write_bytes(b"new")
+    cached = tmp_path / "cache" / "b65d6d7-pyspark-4"
+    assert _kept(classes, cached) == cached and (cached / "dev" / "A.class").read_bytes() == b"new"
+    (classes / "dev" / "A.class").write_bytes(b"newer")
+    assert _kept(classes, cached) == cached and (cached / "dev" / "A.class").read_bytes() == b"new"
+    assert [p.name for p in cached.parent.iterdir()] == [cached.name]  # no staging copy left behind
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    assert _kept(classes, blocked / "cache" / "x") == classes
+
+
 def test_whole_job_runs_both_modes_under_the_cap_or_says_why_not(tmp_path):
     run = _riffle_bench("whole-job", "--maps", "8", "--reducers", "4", "--block-kb", "8", "--executors", "1",
                         "--iops", "2000", "--drop-interval-ms", "100", "--policies", "fanin,blocksize",
