@@ -76,6 +76,7 @@ class ProgressiveQuery:
 
     def __init__(self, spark, query, data, batches: int = 20, seed: int = 0, order_seed: int | None = None,
                  confidence: float = 0.95, growth: float = 4.0):
+        check_options(confidence, growth)  # before the batched copy is made: a refusal costs nothing
         self._begin(SpecSource(spark, query, data, batches, seed), seed if order_seed is None else order_seed,
                     confidence, growth)
 
@@ -90,9 +91,7 @@ class ProgressiveQuery:
 
     def _begin(self, source, order_seed: int, confidence: float, growth: float) -> None:
         """The run's whole state, for every source (the one place it is set up)."""
-        CONFIDENCE.check(confidence, what="confidence")
-        if not growth >= 1:
-            raise ValueError(f"growth must be >= 1 (1: one Spark query per batch), not {growth!r}")
+        check_options(confidence, growth)
         self.source = source
         self.spark = source.spark
         self.query = source.name
@@ -315,6 +314,13 @@ class ProgressiveQuery:
         if state["totals"] is not None:
             self._totals = RunningTotals(self.spec.keys, state["totals"], dict(self.spec.kinds))
             self._totals.load(path / TOTALS_FILE, state["batches_done"])
+
+
+def check_options(confidence: float, growth: float) -> None:
+    """Refuse a confidence outside (0, 1) or a growth below 1, in one line."""
+    CONFIDENCE.check(confidence, what="confidence")
+    if not growth >= 1:
+        raise ValueError(f"growth must be >= 1 (1: one Spark query per batch), not {growth!r}")
 
 
 def check_checkpoint(path, what: str | None = None) -> Path:

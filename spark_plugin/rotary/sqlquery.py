@@ -30,7 +30,7 @@ import time
 import pandas as pd
 
 from . import sqlplan
-from .engine import ProgressiveQuery, Snapshot, read_state
+from .engine import ProgressiveQuery, Snapshot, check_options, read_state
 from .frames import QueryError, column, frame_of, query_frame, to_pandas
 from .layout_root import default_root
 from .layouts import batches_of, find_layout, key_layout
@@ -130,6 +130,7 @@ _query_of = query  # for progressive(), whose argument is named query too
 
 def _query(spark, sql_or_frame, batches, seed, order_seed, confidence, growth, layouts, batch_key=None):
     """:func:`query`; ``batch_key`` (a resumed run's) imposes the batching key and a layout by exactly it."""
+    check_options(confidence, growth)
     batches = batch_count(batches)
     frame = query_frame(spark, sql_or_frame)
     plan = sqlplan.analyzed(frame)

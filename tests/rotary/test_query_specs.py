@@ -279,3 +279,15 @@ def test_a_limited_answer_over_many_groups_is_the_head_of_the_whole_ordering(ord
         want, want_half = totals.estimate(whole, 20, 0.95)
         pd.testing.assert_frame_equal(got, want.head(7))
         pd.testing.assert_frame_equal(got_half, want_half.head(7))
+
+
+@pytest.mark.parametrize("options, message", [(dict(confidence=1.5), "confidence"), (dict(growth=0.5), "growth")])
+def test_a_bad_confidence_or_growth_is_refused_before_anything_is_read_or_written(tmp_path, options, message):
+    """No session is given (None): a check that came after the batched copy or the plan would fail otherwise."""
+    from spark_plugin import rotary
+
+    with pytest.raises(ValueError, match=message):
+        rotary.ProgressiveQuery(None, 6, tmp_path / "no-data", **options)
+    with pytest.raises(ValueError, match=message):
+        rotary.progressive_query(None, "select 1", **options)
+    assert list(tmp_path.iterdir()) == []
