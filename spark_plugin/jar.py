@@ -131,7 +131,7 @@ def jar_path(*, rebuild: bool = False) -> Path:
     """
     version = pyspark_version()
     check_spark_version(version)
-    cached = _cache_dir() / f"spark-{version}-{source_hash()}" / JAR_NAME
+    cached = cache_dir() / f"spark-{version}-{source_hash()}" / JAR_NAME
     if not rebuild:
         for candidate in (PACKAGED_JAR, cached):
             if is_fresh(candidate, version):
@@ -280,7 +280,9 @@ def _write_jar(jar: Path, classes: Path, spark_version: str, sources_hash: str) 
         z.writestr(_KEYS_RESOURCE, _keys_json())
 
 
-def _cache_dir() -> Path:
+def cache_dir() -> Path:
+    """sparkrm's folder in the user's cache (``$XDG_CACHE_HOME/sparkrm`` or ``~/.cache/sparkrm``): built jars,
+    generated TPC-H data, compiled benchmark classes."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "sparkrm"
 

@@ -14,7 +14,6 @@ same per-message cost to both modes (so polling's 100 requests per executor-seco
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -26,7 +25,7 @@ from io import BytesIO
 from pathlib import Path
 
 from benchmarks.common import markdown_table, report_header, result_path, run_metadata, write_json, write_markdown
-from spark_plugin.jar import find_javac, jar_path, pyspark_jars_dir
+from spark_plugin.jar import cache_dir, find_javac, jar_path, pyspark_jars_dir
 
 #: The last commit whose executors polled the driver for merges.
 POLL_COMMIT = "b65d6d7"
@@ -97,7 +96,7 @@ def poll_scheduler(tmp: Path, commit: str) -> Path:
     if known.returncode != 0:
         raise SystemExit(f"driver-scale: commit {commit} (the polling scheduler) is not in this checkout's history "
                          "(a shallow clone?); fetch it or give --poll-commit")
-    cached = _cache_root() / f"{known.stdout.strip()}-pyspark-{version('pyspark')}"
+    cached = cache_dir() / "riffle" / "poll-scheduler" / f"{known.stdout.strip()}-pyspark-{version('pyspark')}"
     if cached.is_dir():
         return cached
     archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, "spark_plugin/jvm/src",
@@ -126,11 +125,6 @@ def _kept(classes: Path, cached: Path) -> Path:
     except OSError:
         shutil.rmtree(staging, ignore_errors=True)
     return cached if cached.is_dir() else classes
-
-
-def _cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "sparkrm" / "riffle" / "poll-scheduler"
 
 
 def write_report(json_path: Path) -> Path:

@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 from spark_plugin.errors import NotOursError
+from spark_plugin.jar import cache_dir
 from spark_plugin.ownership import FolderKind
 
 log = logging.getLogger(__name__)
@@ -38,8 +39,7 @@ class DataError(RuntimeError):
 
 def default_root() -> Path:
     """``$XDG_CACHE_HOME/sparkrm/tpch`` (``~/.cache/sparkrm/tpch``)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "sparkrm" / "tpch"
+    return cache_dir() / "tpch"
 
 
 def dataset_dir(root: Path, sf: float, parts: int) -> Path:

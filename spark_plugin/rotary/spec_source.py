@@ -29,8 +29,7 @@ class SpecSource:
     def __init__(self, spark, query, data, batches: int = 20, seed: int = 0):
         self.spark = spark.newSession()  # its own temp views and SQL conf: jobs run side by side
         self.spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
-        self.query = query
-        self.name = query
+        self.name = query  # a TPC-H number or a spec path, as given
         self.spec: QuerySpec = load(query)
         self.data: BatchedData = prepare(spark, Path(data).expanduser(), batches, seed, layouts=(self.spec.layout,))
         self._frames: dict | None = None  # the tables, read once
@@ -71,7 +70,7 @@ class SpecSource:
 
     def state(self) -> dict:
         """What a resumed run rebuilds the query from: its spec and batched data."""
-        return {"query": str(self.spec.path if not str(self.query).isdigit() else int(self.query)),
+        return {"query": str(self.spec.path if not str(self.name).isdigit() else int(self.name)),
                 "data": str(self.data.data), "seed": self.data.seed}
 
     @property

@@ -243,7 +243,7 @@ class PlanSource:
         child = _rebuild(jvm, d.aggregate.children[0], d.fact_path, rplan, batch, sites, others=others)
         frame = frame_of(self.spark, child)
         keys = [column(jvm, e.jvm).alias(name) for name, e in d.keys]
-        totals = [_partialcolumn(jvm, p).alias(p.name) for p in d.partials]
+        totals = [_partial_column(jvm, p).alias(p.name) for p in d.partials]
         return frame.groupBy(column(jvm, batch).alias("rotary_batch"), *keys).agg(*totals)
 
     def _replacement(self, batch_ids):
@@ -308,8 +308,9 @@ class PlanSource:
     def tables_digest(self) -> str:
         """A digest of every file the query's tables read (path, size, modification time): a checkpoint
         resumes only over the same data."""
-        return sqlplan.files_digest({node.source: sqlplan.table_files(node) for node in self.derivation.plan.walk()
-                             if not node.children and node.source.startswith("files:")})
+        leaves = [node for node in self.derivation.plan.walk() if not node.children]
+        return sqlplan.files_digest({node.source: sqlplan.table_files(node) for node in leaves
+                                     if node.source.startswith("files:")})
 
 
 def _without_batch(jvm, frame):
@@ -320,7 +321,7 @@ def _without_batch(jvm, frame):
         sqlplan.seq(jvm, sqlplan.items(plan.output())[:-1]), plan)
 
 
-def _partialcolumn(jvm, partial):
+def _partial_column(jvm, partial):
     from pyspark.sql import functions as F
 
     f = partial.function

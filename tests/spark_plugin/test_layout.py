@@ -8,6 +8,7 @@ another system, that system's package (the names its ``__init__`` exports), neve
 """
 
 import ast
+import graphlib
 import re
 import sys
 from pathlib import Path
@@ -132,38 +133,20 @@ def import_graph(package: str) -> dict[str, set[str]]:
     return graph
 
 
-def circles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
-    index, low, stack, on_stack, found = {}, {}, [], set(), []
-
-    def visit(node):
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for target in sorted(graph[node]):
-            if target not in index:
-                visit(target)
-                low[node] = min(low[node], low[target])
-            elif target in on_stack:
-                low[node] = min(low[node], index[target])
-        if low[node] == index[node]:
-            group = []
-            while not group or group[-1] != node:
-                group.append(stack.pop())
-                on_stack.discard(group[-1])
-            if len(group) > 1:
-                found.append(sorted(group))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return found
+def circle(graph: dict[str, set[str]]) -> list[str]:
+    """One import circle of ``graph`` (its modules, the first repeated last), or [] when there is none."""
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as e:
+        return e.args[1]
+    return []
 
 
 @pytest.mark.parametrize("package", sorted(PACKAGES | {SHARED}))
 def test_no_system_has_an_import_circle(package):
     """A circle means no module of it can be read, changed or tested without the others."""
-    assert not circles(import_graph(package)), circles(import_graph(package))
+    found = circle(import_graph(package))
+    assert not found, " -> ".join(found)
 
 
 def test_the_old_flat_paths_still_import_with_a_deprecation_warning():
